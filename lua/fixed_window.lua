@@ -1,0 +1,35 @@
+-- fixed_window.lua: one counter per window, windows aligned to the epoch.
+--
+-- State (hash at the rule's key): w = window index, c = count in it.
+-- check(key, now_us, limit, window_us, burst, cost) -> state table
+--   ok, remaining, reset (us to window end), retry (us until admissible)
+-- commit(key, state): count the request; TTL ends with the window.
+
+local M = {}
+
+function M.check(key, now, limit, window, burst, cost)
+    local w = math.floor(now / window)
+    local h = redis.call('HMGET', key, 'w', 'c')
+    local count = 0
+    if tonumber(h[1]) == w then
+        count = tonumber(h[2]) or 0
+    end
+    local s = { w = w, reset = (w + 1) * window - now }
+    s.ok = count + cost <= limit
+    if s.ok then
+        s.count = count + cost
+        s.retry = 0
+    else
+        s.count = count
+        s.retry = s.reset
+    end
+    s.remaining = math.max(limit - s.count, 0)
+    return s
+end
+
+function M.commit(key, s)
+    redis.call('HSET', key, 'w', s.w, 'c', s.count)
+    redis.call('PEXPIRE', key, math.ceil(s.reset / 1000))
+end
+
+return M

@@ -1,0 +1,76 @@
+-- sliding_window.lua: current window's count plus the previous window's,
+-- weighted by how much of it still overlaps the sliding window.
+--
+-- State (hash at the rule's key): w = current window index,
+--   c = count in window w, p = count in window w - 1.
+-- check(key, now_us, limit, window_us, burst, cost) -> state table
+--   ok, remaining, reset (us until the estimate is back to 0),
+--   retry (us until this request's cost would fit)
+-- commit(key, state): count the request in window w; the key lives
+--   until window w + 1 ends, when its count no longer weighs anything.
+
+local M = {}
+
+local function estimate(prev, cur, elapsed, window)
+    return prev * (window - elapsed) / window + cur
+end
+
+-- Time from now until prev * (window - t) / window + cur + cost <= limit,
+-- looking into the next window too (where prev becomes cur).
+local function retry_after(prev, cur, elapsed, window, limit, cost)
+    if cost > limit then
+        return 2 * window - elapsed
+    end
+    local room = limit - cur - cost
+    if room >= 0 and prev > 0 then
+        local t = window - room * window / prev
+        return math.max(math.ceil(t) - elapsed, 1)
+    end
+    if room >= 0 then
+        return 1
+    end
+    -- next window: cur weighs cur * (window - t) / window
+    local t = window - (limit - cost) * window / cur
+    return window - elapsed + math.max(math.ceil(t), 0)
+end
+
+function M.check(key, now, limit, window, burst, cost)
+    local w = math.floor(now / window)
+    local elapsed = now - w * window
+    local h = redis.call('HMGET', key, 'w', 'c', 'p')
+    local hw = tonumber(h[1])
+    local cur, prev = 0, 0
+    if hw == w then
+        cur = tonumber(h[2]) or 0
+        prev = tonumber(h[3]) or 0
+    elseif hw == w - 1 then
+        prev = tonumber(h[2]) or 0
+    end
+    local s = { w = w, prev = prev, ttl = 2 * window - elapsed }
+    local est = estimate(prev, cur, elapsed, window)
+    s.ok = est + cost <= limit
+    if s.ok then
+        s.cur = cur + cost
+        s.retry = 0
+        est = est + cost
+    else
+        s.cur = cur
+        s.retry = retry_after(prev, cur, elapsed, window, limit, cost)
+    end
+    s.remaining = math.max(math.floor(limit - est), 0)
+    if s.cur > 0 then
+        s.reset = 2 * window - elapsed
+    elseif prev > 0 then
+        s.reset = window - elapsed
+    else
+        s.reset = 0
+    end
+    return s
+end
+
+function M.commit(key, s)
+    redis.call('HSET', key, 'w', s.w, 'c', s.cur, 'p', s.prev)
+    redis.call('PEXPIRE', key, math.ceil(s.ttl / 1000))
+end
+
+return M

@@ -1,0 +1,117 @@
+/* The C ABI of the core (rl_core.h): every entry is noexcept and turns
+ * an exception (only std::bad_alloc can happen) into a failure value. */
+
+#include "rl_core.h"
+
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "core/outcome.hpp"
+#include "core/rate.hpp"
+#include "core/reply.hpp"
+#include "core/script.hpp"
+#include "core/state_key.hpp"
+
+static_assert(sizeof(rl_outcome_t) == sizeof(rl::RuleOutcome),
+              "rl_outcome_t mirrors rl::RuleOutcome");
+static_assert(RL_RULE_ID_LEN == rl::kRuleIdLen, "rule id length");
+static_assert(RL_ARGS_PER_RULE == rl::kArgsPerRule, "arguments per rule");
+static_assert(RL_MAX_RULES == rl::kMaxRulesPerCall, "rules per call");
+
+int rl_parse_rate(const char *text, size_t len, uint64_t *limit,
+                  uint64_t *window_us) noexcept try {
+    auto rate = rl::parseRate({text, len});
+    if (!rate) {
+        return -1;
+    }
+    *limit = rate->limit;
+    *window_us = rate->windowUs;
+    return 0;
+} catch (...) {
+    return -1;
+}
+
+int rl_rule_id(const char *zone, size_t zone_len, const char *name,
+               size_t name_len, const char *algorithm, size_t algorithm_len,
+               uint64_t window_us, const char *key, size_t key_len,
+               char *out) noexcept try {
+    std::string id = rl::ruleId({zone, zone_len}, {name, name_len},
+                                {algorithm, algorithm_len}, window_us,
+                                {key, key_len});
+    std::memcpy(out, id.data(), rl::kRuleIdLen);
+    return 0;
+} catch (...) {
+    return -1;
+}
+
+size_t rl_state_key_len(size_t prefix_len, const char *value,
+                        size_t len) noexcept {
+    return rl::stateKeyLength(prefix_len, {value, len});
+}
+
+char *rl_state_key_write(char *out, const char *prefix, size_t prefix_len,
+                         const char *value, size_t len,
+                         const char *rule_id) noexcept {
+    return rl::writeStateKey(out, {prefix, prefix_len}, {value, len},
+                             {rule_id, rl::kRuleIdLen});
+}
+
+const char *rl_script_text(size_t *len) noexcept {
+    *len = rl::scriptText().size();
+    return rl::scriptText().data();
+}
+
+const char *rl_script_sha(void) noexcept {
+    return rl::scriptSha().data();
+}
+
+size_t rl_argv_count(size_t rules) noexcept {
+    return rl::argvCount(rules);
+}
+
+void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
+                  const char *count, size_t count_len, const char **keys,
+                  const size_t *key_lens, const char *const *rule_args,
+                  const size_t *rule_arg_lens, size_t rules) noexcept {
+    std::string_view k[rl::kMaxRulesPerCall];
+    rl::RuleArgs a[rl::kMaxRulesPerCall];
+    for (size_t i = 0; i < rules && i < rl::kMaxRulesPerCall; i++) {
+        k[i] = {keys[i], key_lens[i]};
+        const char *const *s = rule_args + i * rl::kArgsPerRule;
+        const size_t *l = rule_arg_lens + i * rl::kArgsPerRule;
+        a[i] = {{s[0], l[0]}, {s[1], l[1]}, {s[2], l[2]}, {s[3], l[3]},
+                {s[4], l[4]}};
+    }
+    rl::fillArgv(argv, argvlen, eval ? "EVAL" : "EVALSHA",
+                 eval ? rl::scriptText() : rl::scriptSha(),
+                 {count, count_len}, k, a, rules);
+}
+
+rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
+                                  int *allowed, rl_outcome_t *out) noexcept {
+    bool ok = false;
+    auto *o = reinterpret_cast<rl::RuleOutcome *>(out);
+    switch (rl::decodeReply(static_cast<const redisReply *>(reply), rules,
+                            &ok, o)) {
+    case rl::ReplyStatus::Ok:
+        *allowed = ok ? 1 : 0;
+        return RL_REPLY_OK;
+    case rl::ReplyStatus::NoScript:
+        return RL_REPLY_NOSCRIPT;
+    case rl::ReplyStatus::Error:
+        return RL_REPLY_ERROR;
+    default:
+        return RL_REPLY_MALFORMED;
+    }
+}
+
+size_t rl_binding_rule(const rl_outcome_t *o, size_t n,
+                       int allowed) noexcept {
+    return rl::bindingRule(reinterpret_cast<const rl::RuleOutcome *>(o), n,
+                           allowed != 0);
+}
+
+int64_t rl_seconds_ceil(int64_t ms) noexcept {
+    return rl::secondsCeil(ms);
+}

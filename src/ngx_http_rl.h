@@ -1,0 +1,138 @@
+/*
+ * ngx_http_rl_module: types shared by the C shim and the C++ parts that
+ * meet nginx (redis_link.cpp, request.cpp).
+ */
+
+#ifndef NGX_HTTP_RL_H_INCLUDED_
+#define NGX_HTTP_RL_H_INCLUDED_
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "rl_core.h"
+
+
+#define NGX_HTTP_RL_FAILURE_OPEN        0
+#define NGX_HTTP_RL_FAILURE_CLOSED      1
+
+#define NGX_HTTP_RL_FIXED_WINDOW        0
+#define NGX_HTTP_RL_SLIDING_WINDOW      1
+
+/* $rl_status */
+#define NGX_HTTP_RL_STATUS_NONE         0
+#define NGX_HTTP_RL_STATUS_PASSED       1
+#define NGX_HTTP_RL_STATUS_REJECTED     2
+#define NGX_HTTP_RL_STATUS_ERROR        3
+
+#define NGX_HTTP_RL_CLIENT_NAME         "ngx_rl"
+
+
+typedef struct ngx_http_rl_link_s  ngx_http_rl_link_t;
+typedef struct ngx_http_rl_call_s  ngx_http_rl_call_t;
+
+
+typedef struct {
+    ngx_str_t                   name;
+    ngx_str_t                   addr;       /* as written, for logs */
+    ngx_str_t                   host;       /* numeric or unix path, NUL */
+    ngx_int_t                   port;       /* 0: unix socket */
+    ngx_str_t                   username;
+    ngx_str_t                   password;
+    ngx_int_t                   db;
+    ngx_str_t                   prefix;
+    ngx_msec_t                  timeout;
+    ngx_msec_t                  connect_timeout;
+    ngx_uint_t                  failure;
+    ngx_uint_t                  index;
+    ngx_uint_t                  declared;   /* 0: only referenced so far */
+    u_char                     *file;       /* first reference */
+    ngx_uint_t                  line;
+} ngx_http_rl_zone_t;
+
+
+typedef struct {
+    ngx_http_rl_zone_t         *zone;
+    ngx_http_complex_value_t    key;
+    ngx_str_t                   name;
+    ngx_uint_t                  algorithm;
+    uint64_t                    limit;
+    uint64_t                    window_us;
+    char                        id[RL_RULE_ID_LEN];
+    const char                 *args[RL_ARGS_PER_RULE];
+    size_t                      arg_lens[RL_ARGS_PER_RULE];
+    u_char                     *file;       /* where it was written */
+    ngx_uint_t                  line;
+} ngx_http_rl_rule_t;
+
+
+typedef struct {
+    ngx_array_t                 zones;      /* ngx_http_rl_zone_t * */
+    ngx_http_rl_link_t        **links;      /* per worker, by zone index */
+} ngx_http_rl_main_conf_t;
+
+
+typedef struct {
+    ngx_array_t                *rules;      /* ngx_http_rl_rule_t */
+    ngx_uint_t                  status_code;
+} ngx_http_rl_loc_conf_t;
+
+
+/* The rules of one request that go to one zone: one script call. */
+typedef struct {
+    ngx_http_rl_zone_t         *zone;
+    struct ngx_http_rl_ctx_s   *ctx;
+    ngx_http_rl_call_t         *call;       /* in flight, or NULL */
+    ngx_uint_t                 *rules;      /* indexes into ctx->outcomes */
+    ngx_uint_t                  nrules;
+    const char                **argv;
+    size_t                     *argvlen;
+    ngx_uint_t                  argc;
+    unsigned                    done:1;
+    unsigned                    error:1;
+    unsigned                    allowed:1;
+    unsigned                    retried:1;
+} ngx_http_rl_group_t;
+
+
+typedef struct ngx_http_rl_ctx_s {
+    ngx_http_request_t         *r;
+    ngx_http_rl_loc_conf_t     *lcf;
+    ngx_event_t                 wake;
+    ngx_http_rl_group_t        *groups;
+    ngx_uint_t                  ngroups;
+    ngx_uint_t                  pending;
+    rl_outcome_t               *outcomes;   /* one per rule of lcf */
+    u_char                     *decided;    /* rule has an outcome */
+    ngx_uint_t                  status;     /* NGX_HTTP_RL_STATUS_* */
+    ngx_int_t                   rc;         /* NGX_DECLINED or status */
+    ngx_int_t                   binding;    /* rule index, or -1 */
+    unsigned                    waiting:1;
+    unsigned                    resumed:1;
+    unsigned                    finished:1;
+    unsigned                    headers_done:1;
+} ngx_http_rl_ctx_t;
+
+
+extern ngx_module_t  ngx_http_rl_module;
+
+
+/* redis_link.cpp: one connection per worker per zone */
+ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_links_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_link_usable(ngx_http_rl_link_t *link) RL_NOEXCEPT;
+ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
+    ngx_http_rl_group_t *group) RL_NOEXCEPT;
+void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) RL_NOEXCEPT;
+void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) RL_NOEXCEPT;
+
+/* request.cpp: deciding a request */
+ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
+    ngx_http_rl_loc_conf_t *lcf) RL_NOEXCEPT;
+void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply)
+    RL_NOEXCEPT;
+ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;
+
+
+#endif /* NGX_HTTP_RL_H_INCLUDED_ */

@@ -1,0 +1,166 @@
+/*
+ * hiredis on nginx's event loop. Events are registered level-triggered:
+ * hiredis reads at most 16 KiB per redisAsyncHandleRead call, and with
+ * edge-triggered epoll the rest of a pipelined burst would wait for the
+ * next packet.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+
+#include "ngx_http_rl_hiredis.h"
+
+
+typedef struct {
+    redisAsyncContext   *ac;
+    ngx_connection_t    *conn;
+} ngx_http_rl_hiredis_events_t;
+
+
+static void ngx_http_rl_hiredis_read(ngx_event_t *ev);
+static void ngx_http_rl_hiredis_write(ngx_event_t *ev);
+static void ngx_http_rl_hiredis_add_read(void *privdata);
+static void ngx_http_rl_hiredis_del_read(void *privdata);
+static void ngx_http_rl_hiredis_add_write(void *privdata);
+static void ngx_http_rl_hiredis_del_write(void *privdata);
+static void ngx_http_rl_hiredis_cleanup(void *privdata);
+
+
+ngx_int_t
+ngx_http_rl_hiredis_attach(redisAsyncContext *ac, ngx_log_t *log)
+{
+    ngx_connection_t              *c;
+    ngx_http_rl_hiredis_events_t  *e;
+
+    if (ac->ev.data != NULL) {
+        return NGX_ERROR;
+    }
+
+    e = ngx_calloc(sizeof(ngx_http_rl_hiredis_events_t), log);
+    if (e == NULL) {
+        return NGX_ERROR;
+    }
+
+    c = ngx_get_connection(ac->c.fd, log);
+    if (c == NULL) {
+        ngx_free(e);
+        return NGX_ERROR;
+    }
+
+    c->data = e;
+    c->log = log;
+    c->read->log = log;
+    c->write->log = log;
+    c->read->handler = ngx_http_rl_hiredis_read;
+    c->write->handler = ngx_http_rl_hiredis_write;
+
+    e->ac = ac;
+    e->conn = c;
+
+    ac->ev.data = e;
+    ac->ev.addRead = ngx_http_rl_hiredis_add_read;
+    ac->ev.delRead = ngx_http_rl_hiredis_del_read;
+    ac->ev.addWrite = ngx_http_rl_hiredis_add_write;
+    ac->ev.delWrite = ngx_http_rl_hiredis_del_write;
+    ac->ev.cleanup = ngx_http_rl_hiredis_cleanup;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_rl_hiredis_read(ngx_event_t *ev)
+{
+    ngx_connection_t              *c = ev->data;
+    ngx_http_rl_hiredis_events_t  *e = c->data;
+
+    /* may free the context, and e with it: nothing after this call */
+    redisAsyncHandleRead(e->ac);
+}
+
+
+static void
+ngx_http_rl_hiredis_write(ngx_event_t *ev)
+{
+    ngx_connection_t              *c = ev->data;
+    ngx_http_rl_hiredis_events_t  *e = c->data;
+
+    redisAsyncHandleWrite(e->ac);
+}
+
+
+static void
+ngx_http_rl_hiredis_add_read(void *privdata)
+{
+    ngx_http_rl_hiredis_events_t  *e = privdata;
+
+    if (!e->conn->read->active) {
+        (void) ngx_add_event(e->conn->read, NGX_READ_EVENT, NGX_LEVEL_EVENT);
+    }
+}
+
+
+static void
+ngx_http_rl_hiredis_del_read(void *privdata)
+{
+    ngx_http_rl_hiredis_events_t  *e = privdata;
+
+    if (e->conn->read->active) {
+        (void) ngx_del_event(e->conn->read, NGX_READ_EVENT, 0);
+    }
+}
+
+
+static void
+ngx_http_rl_hiredis_add_write(void *privdata)
+{
+    ngx_http_rl_hiredis_events_t  *e = privdata;
+
+    if (!e->conn->write->active) {
+        (void) ngx_add_event(e->conn->write, NGX_WRITE_EVENT,
+                             NGX_LEVEL_EVENT);
+    }
+}
+
+
+static void
+ngx_http_rl_hiredis_del_write(void *privdata)
+{
+    ngx_http_rl_hiredis_events_t  *e = privdata;
+
+    if (e->conn->write->active) {
+        (void) ngx_del_event(e->conn->write, NGX_WRITE_EVENT, 0);
+    }
+}
+
+
+static void
+ngx_http_rl_hiredis_cleanup(void *privdata)
+{
+    ngx_connection_t              *c;
+    ngx_http_rl_hiredis_events_t  *e = privdata;
+
+    if (e == NULL) {
+        return;
+    }
+
+    c = e->conn;
+    e->ac->ev.data = NULL;
+
+    ngx_http_rl_hiredis_del_read(e);
+    ngx_http_rl_hiredis_del_write(e);
+
+    if (c->read->posted) {
+        ngx_delete_posted_event(c->read);
+    }
+
+    if (c->write->posted) {
+        ngx_delete_posted_event(c->write);
+    }
+
+    /* hiredis closes the socket; stale epoll events see fd == -1 */
+    ngx_free_connection(c);
+    c->fd = (ngx_socket_t) -1;
+    ngx_free(e);
+}

@@ -1,0 +1,1000 @@
+/*
+ * ngx_http_rl_module: rate limits kept in Redis, decided on nginx's own
+ * event loop. This file is the nginx side: directives, configuration,
+ * variables, the PREACCESS handler and the header filter. Deciding a
+ * request is request.cpp's; the Redis connection is redis_link.cpp's.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_rl.h"
+
+
+#define NGX_HTTP_RL_DEFAULT_TIMEOUT          100
+#define NGX_HTTP_RL_DEFAULT_CONNECT_TIMEOUT  1000
+#define NGX_HTTP_RL_DEFAULT_PORT             6379
+
+
+typedef struct {
+    ngx_str_t                   name;
+    ngx_uint_t                  value;
+    ngx_uint_t                  implemented;
+} ngx_http_rl_algorithm_t;
+
+
+static ngx_int_t ngx_http_rl_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_rl_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r,
+    const char *name, size_t len, int64_t value);
+static ngx_int_t ngx_http_rl_status_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_rl_rule_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_rl_figure_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static void *ngx_http_rl_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_rl_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_rl_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_rl_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value);
+static char *ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value);
+static char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value, ngx_str_t *rate, ngx_str_t *algorithm);
+static char *ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *rate, ngx_str_t *algorithm);
+static ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf,
+    ngx_str_t *name);
+static ngx_int_t ngx_http_rl_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_rl_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_rl_init_process(ngx_cycle_t *cycle);
+static void ngx_http_rl_exit_process(ngx_cycle_t *cycle);
+
+
+static ngx_http_rl_algorithm_t  ngx_http_rl_algorithms[] = {
+    { ngx_string("fixed_window"), NGX_HTTP_RL_FIXED_WINDOW, 1 },
+    { ngx_string("sliding_window"), NGX_HTTP_RL_SLIDING_WINDOW, 1 },
+    { ngx_string("sliding_log"), 0, 0 },
+    { ngx_string("token_bucket"), 0, 0 },
+    { ngx_string("leaky_bucket"), 0, 0 },
+    { ngx_string("gcra"), 0, 0 },
+    { ngx_null_string, 0, 0 }
+};
+
+
+static ngx_conf_num_bounds_t  ngx_http_rl_status_bounds = {
+    ngx_conf_check_num_bounds, 400, 599
+};
+
+
+static ngx_command_t  ngx_http_rl_commands[] = {
+
+    { ngx_string("rl_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_rl_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("rl_rule"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_rl_rule,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("rl_status"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_rl_loc_conf_t, status_code),
+      &ngx_http_rl_status_bounds },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_rl_module_ctx = {
+    ngx_http_rl_add_variables,             /* preconfiguration */
+    ngx_http_rl_init,                      /* postconfiguration */
+
+    ngx_http_rl_create_main_conf,          /* create main configuration */
+    ngx_http_rl_init_main_conf,            /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_rl_create_loc_conf,           /* create location configuration */
+    ngx_http_rl_merge_loc_conf             /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_rl_module = {
+    NGX_MODULE_V1,
+    &ngx_http_rl_module_ctx,               /* module context */
+    ngx_http_rl_commands,                  /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_http_rl_init_process,              /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_rl_exit_process,              /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_http_variable_t  ngx_http_rl_vars[] = {
+
+    { ngx_string("rl_status"), NULL, ngx_http_rl_status_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("rl_rule"), NULL, ngx_http_rl_rule_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("rl_limit"), NULL, ngx_http_rl_figure_variable, 0,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("rl_remaining"), NULL, ngx_http_rl_figure_variable, 1,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("rl_reset"), NULL, ngx_http_rl_figure_variable, 2,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_str_t  ngx_http_rl_status_text[] = {
+    ngx_string(""),
+    ngx_string("PASSED"),
+    ngx_string("REJECTED"),
+    ngx_string("ERROR")
+};
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+
+
+static ngx_int_t
+ngx_http_rl_handler(ngx_http_request_t *r)
+{
+    ngx_http_rl_loc_conf_t  *lcf;
+
+    if (r != r->main) {
+        return NGX_DECLINED;
+    }
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_rl_module);
+
+    if (lcf->rules == NULL && ngx_http_rl_get_ctx(r) == NULL) {
+        return NGX_DECLINED;
+    }
+
+    return ngx_http_rl_decide(r, lcf);
+}
+
+
+static ngx_int_t
+ngx_http_rl_header_filter(ngx_http_request_t *r)
+{
+    int64_t               reset;
+    ngx_http_rl_ctx_t    *ctx;
+    ngx_http_rl_rule_t   *rule;
+    rl_outcome_t         *o;
+
+    if (r != r->main) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_http_rl_get_ctx(r);
+
+    if (ctx == NULL || !ctx->finished || ctx->headers_done
+        || ctx->binding < 0)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx->headers_done = 1;
+
+    rule = (ngx_http_rl_rule_t *) ctx->lcf->rules->elts + ctx->binding;
+    o = &ctx->outcomes[ctx->binding];
+
+    reset = (ctx->status == NGX_HTTP_RL_STATUS_REJECTED) ? o->retry_ms
+                                                          : o->reset_ms;
+
+    if (ngx_http_rl_add_header(r, "X-RateLimit-Limit", 17,
+                               (int64_t) rule->limit) != NGX_OK
+        || ngx_http_rl_add_header(r, "X-RateLimit-Remaining", 21,
+                                  o->remaining) != NGX_OK
+        || ngx_http_rl_add_header(r, "X-RateLimit-Reset", 17,
+                                  rl_seconds_ceil(reset)) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ctx->status == NGX_HTTP_RL_STATUS_REJECTED) {
+        reset = rl_seconds_ceil(o->retry_ms);
+        if (ngx_http_rl_add_header(r, "Retry-After", 11,
+                                   reset > 0 ? reset : 1) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+static ngx_int_t
+ngx_http_rl_add_header(ngx_http_request_t *r, const char *name, size_t len,
+    int64_t value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->value.data = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = len;
+    h->value.len = ngx_sprintf(h->value.data, "%L", value) - h->value.data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_rl_status_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_rl_ctx_t  *ctx;
+    ngx_str_t          *text;
+
+    ctx = ngx_http_rl_get_ctx(r->main);
+
+    text = &ngx_http_rl_status_text[(ctx && ctx->finished) ? ctx->status
+                                                           : 0];
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->len = text->len;
+    v->data = text->data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_rl_rule_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_rl_ctx_t   *ctx;
+    ngx_http_rl_rule_t  *rule;
+
+    ctx = ngx_http_rl_get_ctx(r->main);
+
+    if (ctx == NULL || !ctx->finished || ctx->binding < 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    rule = (ngx_http_rl_rule_t *) ctx->lcf->rules->elts + ctx->binding;
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->len = rule->name.len;
+    v->data = rule->name.data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_rl_figure_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    int64_t              n;
+    ngx_http_rl_ctx_t   *ctx;
+    ngx_http_rl_rule_t  *rule;
+    rl_outcome_t        *o;
+
+    ctx = ngx_http_rl_get_ctx(r->main);
+
+    if (ctx == NULL || !ctx->finished || ctx->binding < 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    rule = (ngx_http_rl_rule_t *) ctx->lcf->rules->elts + ctx->binding;
+    o = &ctx->outcomes[ctx->binding];
+
+    switch (data) {
+    case 0:
+        n = (int64_t) rule->limit;
+        break;
+    case 1:
+        n = o->remaining;
+        break;
+    default:
+        n = rl_seconds_ceil(ctx->status == NGX_HTTP_RL_STATUS_REJECTED
+                            ? o->retry_ms : o->reset_ms);
+    }
+
+    v->data = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (v->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->len = ngx_sprintf(v->data, "%L", n) - v->data;
+
+    return NGX_OK;
+}
+
+
+static void *
+ngx_http_rl_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_rl_main_conf_t  *rmcf;
+
+    rmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_rl_main_conf_t));
+    if (rmcf == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(&rmcf->zones, cf->pool, 4,
+                       sizeof(ngx_http_rl_zone_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return rmcf;
+}
+
+
+static char *
+ngx_http_rl_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_rl_main_conf_t *rmcf = conf;
+
+    ngx_uint_t           i;
+    ngx_http_rl_zone_t **zones;
+
+    zones = rmcf->zones.elts;
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        if (!zones[i]->declared) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown rl_zone \"%V\" in %s:%ui",
+                          &zones[i]->name, zones[i]->file, zones[i]->line);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_rl_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_rl_loc_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_rl_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->rules = NULL;
+     */
+
+    conf->status_code = NGX_CONF_UNSET_UINT;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_rl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_rl_loc_conf_t *prev = parent;
+    ngx_http_rl_loc_conf_t *conf = child;
+
+    if (conf->rules == NULL) {
+        conf->rules = prev->rules;
+    }
+
+    ngx_conf_merge_uint_value(conf->status_code, prev->status_code,
+                              NGX_HTTP_TOO_MANY_REQUESTS);
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    char                *rv;
+    ngx_str_t           *value;
+    ngx_uint_t           i;
+    ngx_http_rl_zone_t  *z;
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone name \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    z = ngx_http_rl_find_zone(cf, &value[1]);
+    if (z == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (z->declared) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate rl_zone \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    z->declared = 1;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+        rv = ngx_http_rl_zone_param(cf, z, &value[i]);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    if (z->addr.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rl_zone\" must have \"redis\" parameter "
+                           "(this version has no embedded store)");
+        return NGX_CONF_ERROR;
+    }
+
+    if (z->prefix.data == NULL) {
+        ngx_str_set(&z->prefix, "rl:");
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value)
+{
+    ngx_str_t   s;
+    ngx_int_t   n;
+
+    if (ngx_strncmp(value->data, "redis=", 6) == 0) {
+        return ngx_http_rl_zone_redis(cf, z, value);
+    }
+
+    if (ngx_strncmp(value->data, "username=", 9) == 0) {
+        z->username.data = value->data + 9;
+        z->username.len = value->len - 9;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "password=", 9) == 0) {
+        z->password.data = value->data + 9;
+        z->password.len = value->len - 9;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "prefix=", 7) == 0) {
+        z->prefix.data = value->data + 7;
+        z->prefix.len = value->len - 7;
+
+        if (z->prefix.len > 64) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "prefix \"%V\" is longer than 64 bytes",
+                               &z->prefix);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "db=", 3) == 0) {
+        z->db = ngx_atoi(value->data + 3, value->len - 3);
+
+        if (z->db == NGX_ERROR) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid db \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "timeout=", 8) == 0
+        || ngx_strncmp(value->data, "connect_timeout=", 16) == 0)
+    {
+        s.data = (u_char *) ngx_strchr(value->data, '=') + 1;
+        s.len = value->data + value->len - s.data;
+
+        n = ngx_parse_time(&s, 0);
+
+        if (n == NGX_ERROR || n == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid %*s \"%V\"",
+                               s.data - 1 - value->data, value->data, &s);
+            return NGX_CONF_ERROR;
+        }
+
+        if (value->data[0] == 't') {
+            z->timeout = (ngx_msec_t) n;
+
+        } else {
+            z->connect_timeout = (ngx_msec_t) n;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "failure=", 8) == 0) {
+        s.data = value->data + 8;
+        s.len = value->len - 8;
+
+        if (s.len == 4 && ngx_strncmp(s.data, "open", 4) == 0) {
+            z->failure = NGX_HTTP_RL_FAILURE_OPEN;
+
+        } else if (s.len == 6 && ngx_strncmp(s.data, "closed", 6) == 0) {
+            z->failure = NGX_HTTP_RL_FAILURE_CLOSED;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid failure \"%V\"", &s);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "cluster=", 8) == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\": Redis Cluster is not supported "
+                           "by this version", value);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", value);
+    return NGX_CONF_ERROR;
+}
+
+
+static char *
+ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value)
+{
+    size_t     len;
+    ngx_url_t  u;
+
+    z->addr.data = value->data + 6;
+    z->addr.len = value->len - 6;
+
+    if (ngx_strncmp(z->addr.data, "unix:", 5) == 0) {
+        len = z->addr.len - 5;
+
+        if (len == 0 || len >= 108) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid unix socket path in \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        z->host.data = ngx_pnalloc(cf->pool, len + 1);
+        if (z->host.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memcpy(z->host.data, z->addr.data + 5, len);
+        z->host.data[len] = '\0';
+        z->host.len = len;
+        z->port = 0;
+
+        return NGX_CONF_OK;
+    }
+
+    /* resolved now: hiredis' own connect would block on DNS */
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = z->addr;
+    u.default_port = NGX_HTTP_RL_DEFAULT_PORT;
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\"",
+                           u.err ? u.err : "host not found", value);
+        return NGX_CONF_ERROR;
+    }
+
+    z->host.data = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+    if (z->host.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    z->host.len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen,
+                                z->host.data, NGX_SOCKADDR_STRLEN, 0);
+    z->host.data[z->host.len] = '\0';
+    z->port = ngx_inet_get_port(u.addrs[0].sockaddr);
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_rl_loc_conf_t *lcf = conf;
+
+    char                *rv;
+    ngx_str_t           *value, rate, algorithm;
+    ngx_uint_t           i;
+    ngx_http_rl_rule_t  *rule;
+
+    if (lcf->rules == NULL) {
+        lcf->rules = ngx_array_create(cf->pool, 2,
+                                      sizeof(ngx_http_rl_rule_t));
+        if (lcf->rules == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (lcf->rules->nelts == RL_MAX_RULES) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "more than %d \"rl_rule\" in one place",
+                           RL_MAX_RULES);
+        return NGX_CONF_ERROR;
+    }
+
+    rule = ngx_array_push(lcf->rules);
+    if (rule == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(rule, sizeof(ngx_http_rl_rule_t));
+    ngx_str_null(&rate);
+    ngx_str_set(&algorithm, "sliding_window");
+
+    rule->file = cf->conf_file->file.name.data;
+    rule->line = cf->conf_file->line;
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        rv = ngx_http_rl_rule_param(cf, rule, &value[i], &rate, &algorithm);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    return ngx_http_rl_rule_finish(cf, rule, &rate, &algorithm);
+}
+
+
+static char *
+ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value, ngx_str_t *rate, ngx_str_t *algorithm)
+{
+    ngx_str_t                          s;
+    ngx_http_compile_complex_value_t   ccv;
+
+    if (ngx_strncmp(value->data, "zone=", 5) == 0) {
+        s.data = value->data + 5;
+        s.len = value->len - 5;
+
+        rule->zone = ngx_http_rl_find_zone(cf, &s);
+        if (rule->zone == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "key=", 4) == 0) {
+        s.data = value->data + 4;
+        s.len = value->len - 4;
+
+        if (s.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid key \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+        ccv.cf = cf;
+        ccv.value = &s;
+        ccv.complex_value = &rule->key;
+
+        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "rate=", 5) == 0) {
+        rate->data = value->data + 5;
+        rate->len = value->len - 5;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "algorithm=", 10) == 0) {
+        algorithm->data = value->data + 10;
+        algorithm->len = value->len - 10;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "name=", 5) == 0) {
+        rule->name.data = value->data + 5;
+        rule->name.len = value->len - 5;
+
+        if (rule->name.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid name \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", value);
+    return NGX_CONF_ERROR;
+}
+
+
+static char *
+ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *rate, ngx_str_t *algorithm)
+{
+    u_char                   *p;
+    ngx_uint_t                i;
+    ngx_http_rl_algorithm_t  *a;
+
+    if (rule->zone == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rl_rule\" must have \"zone\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+    if (rule->key.value.data == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rl_rule\" must have \"key\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+    if (rate->data == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rl_rule\" must have \"rate\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+    if (rl_parse_rate((char *) rate->data, rate->len, &rule->limit,
+                      &rule->window_us)
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid rate \"%V\"", rate);
+        return NGX_CONF_ERROR;
+    }
+
+    for (a = ngx_http_rl_algorithms; a->name.len; a++) {
+        if (a->name.len == algorithm->len
+            && ngx_strncmp(a->name.data, algorithm->data, a->name.len) == 0)
+        {
+            break;
+        }
+    }
+
+    if (a->name.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid algorithm \"%V\"", algorithm);
+        return NGX_CONF_ERROR;
+    }
+
+    if (!a->implemented) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "algorithm \"%V\" is not supported "
+                           "by this version", algorithm);
+        return NGX_CONF_ERROR;
+    }
+
+    rule->algorithm = a->value;
+
+    if (rule->name.len == 0) {
+        rule->name = *rate;
+    }
+
+    if (rl_rule_id((char *) rule->zone->name.data, rule->zone->name.len,
+                   (char *) rule->name.data, rule->name.len,
+                   (char *) a->name.data, a->name.len, rule->window_us,
+                   (char *) rule->key.value.data, rule->key.value.len,
+                   rule->id)
+        != 0)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    /* the script's constant arguments: algorithm, limit, window, burst,
+     * cost */
+
+    p = ngx_pnalloc(cf->pool, 3 * NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rule->args[0] = (char *) a->name.data;
+    rule->arg_lens[0] = a->name.len;
+
+    rule->args[1] = (char *) p;
+    p = ngx_sprintf(p, "%uL", rule->limit);
+    rule->arg_lens[1] = (u_char *) p - (u_char *) rule->args[1];
+
+    rule->args[2] = (char *) p;
+    p = ngx_sprintf(p, "%uL", rule->window_us);
+    rule->arg_lens[2] = (u_char *) p - (u_char *) rule->args[2];
+
+    rule->args[3] = "0";
+    rule->arg_lens[3] = 1;
+    rule->args[4] = "1";
+    rule->arg_lens[4] = 1;
+
+    for (i = 0; i < RL_ARGS_PER_RULE; i++) {
+        if (rule->arg_lens[i] == 0) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_http_rl_zone_t *
+ngx_http_rl_find_zone(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_uint_t                 i;
+    ngx_http_rl_zone_t        *z, **zp;
+    ngx_http_rl_main_conf_t   *rmcf;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
+
+    zp = rmcf->zones.elts;
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        if (zp[i]->name.len == name->len
+            && ngx_strncmp(zp[i]->name.data, name->data, name->len) == 0)
+        {
+            return zp[i];
+        }
+    }
+
+    /* a zone may be used before it is declared, as limit_req allows */
+
+    z = ngx_pcalloc(cf->pool, sizeof(ngx_http_rl_zone_t));
+    if (z == NULL) {
+        return NULL;
+    }
+
+    zp = ngx_array_push(&rmcf->zones);
+    if (zp == NULL) {
+        return NULL;
+    }
+
+    *zp = z;
+
+    z->name = *name;
+    z->file = cf->conf_file->file.name.data;
+    z->line = cf->conf_file->line;
+    z->index = rmcf->zones.nelts - 1;
+    z->timeout = NGX_HTTP_RL_DEFAULT_TIMEOUT;
+    z->connect_timeout = NGX_HTTP_RL_DEFAULT_CONNECT_TIMEOUT;
+    z->failure = NGX_HTTP_RL_FAILURE_OPEN;
+
+    return z;
+}
+
+
+static ngx_int_t
+ngx_http_rl_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_rl_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_rl_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_rl_handler;
+
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_rl_header_filter;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_rl_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_rl_main_conf_t  *rmcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    rmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_rl_module);
+
+    if (rmcf == NULL || rmcf->zones.nelts == 0) {
+        return NGX_OK;
+    }
+
+    return ngx_http_rl_links_init(cycle, rmcf);
+}
+
+
+static void
+ngx_http_rl_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_rl_main_conf_t  *rmcf;
+
+    rmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_rl_module);
+
+    if (rmcf != NULL) {
+        ngx_http_rl_links_free(rmcf);
+    }
+}

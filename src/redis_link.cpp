@@ -1,0 +1,510 @@
+/*
+ * redis_link.cpp: per worker, one pipelined hiredis connection per zone.
+ *
+ * States: idle (a reconnect timer is armed), connecting (TCP and the
+ * handshake: AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD, bounded by
+ * connect_timeout) and ready. A ready link whose request timed out with
+ * no reply since is "stalled": new requests get the failure policy at
+ * once; a reply clears it, and if none comes within connect_timeout the
+ * connection is dropped and made again. Incidents are logged once, when
+ * the link goes down, and once when it is back.
+ */
+
+#include "redis_link.hpp"
+
+#include <new>
+
+namespace rl {
+namespace {
+
+constexpr ngx_msec_t kFirstBackoff = 50;
+constexpr ngx_msec_t kMaxBackoff = 1000;
+
+void onConnect(const redisAsyncContext *ac, int status) noexcept;
+void onDisconnect(const redisAsyncContext *ac, int status) noexcept;
+void onHandshake(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onScriptLoaded(redisAsyncContext *ac, void *reply,
+                    void *data) noexcept;
+void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onReconnectTimer(ngx_event_t *ev) noexcept;
+void onDeadlineTimer(ngx_event_t *ev) noexcept;
+
+}  // namespace
+
+class Link {
+public:
+    Link(ngx_http_rl_zone_t *zone, ngx_log_t *log) : zone_(zone), log_(log) {
+        initTimer(&reconnect_, onReconnectTimer);
+        initTimer(&deadline_, onDeadlineTimer);
+    }
+
+    ~Link() {
+        exiting_ = true;
+        if (reconnect_.timer_set) {
+            ngx_del_timer(&reconnect_);
+        }
+        if (deadline_.timer_set) {
+            ngx_del_timer(&deadline_);
+        }
+        drop();
+        while (free_ != nullptr) {
+            Call *c = free_;
+            free_ = c->next;
+            ngx_free(c);
+        }
+    }
+
+    bool usable() const { return ready_ && !stalled_ && ac_ != nullptr; }
+
+    void connect();
+    Call *send(ngx_http_rl_group_t *group);
+    void timedOut();
+
+    /* callbacks */
+    void connected(const redisAsyncContext *ac, int status);
+    void disconnected(const redisAsyncContext *ac);
+    void handshakeReply(redisAsyncContext *ac, redisReply *reply);
+    void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
+    void replied(Call *call, redisReply *reply);
+    void reconnectDue() { connect(); }
+    void deadlinePassed();
+
+    void release(Call *c) {
+        c->group = nullptr;
+        c->next = free_;
+        free_ = c;
+    }
+
+private:
+    void initTimer(ngx_event_t *ev, ngx_event_handler_pt handler) {
+        ngx_memzero(ev, sizeof(ngx_event_t));
+        ev->handler = handler;
+        ev->data = this;
+        ev->log = log_;
+        ev->cancelable = 1;
+    }
+
+    void fail(const char *what, const char *detail);
+    void recovered();
+    void drop();
+    void schedule();
+    bool command(redisCallbackFn *fn, int argc, const char **argv,
+                 const size_t *len);
+
+    ngx_http_rl_zone_t *zone_;
+    ngx_log_t *log_;
+    redisAsyncContext *ac_ = nullptr;
+    ngx_event_t reconnect_;
+    ngx_event_t deadline_;
+    ngx_msec_t backoff_ = kFirstBackoff;
+    Call *free_ = nullptr;
+    bool ready_ = false;
+    bool stalled_ = false;
+    bool down_ = false;         /* an incident is open (and was logged) */
+    bool replyErrors_ = false;  /* error replies logged, none good since */
+    bool exiting_ = false;
+};
+
+namespace {
+
+Link *linkOf(const redisAsyncContext *ac) {
+    return static_cast<Link *>(ac->data);
+}
+
+void onConnect(const redisAsyncContext *ac, int status) noexcept {
+    linkOf(ac)->connected(ac, status);
+}
+
+void onDisconnect(const redisAsyncContext *ac, int) noexcept {
+    linkOf(ac)->disconnected(ac);
+}
+
+void onHandshake(redisAsyncContext *ac, void *reply, void *) noexcept {
+    linkOf(ac)->handshakeReply(ac, static_cast<redisReply *>(reply));
+}
+
+void onScriptLoaded(redisAsyncContext *ac, void *reply, void *) noexcept {
+    linkOf(ac)->scriptLoaded(ac, static_cast<redisReply *>(reply));
+}
+
+void onReply(redisAsyncContext *, void *reply, void *data) noexcept {
+    Call *call = static_cast<Call *>(data);
+    call->link->replied(call, static_cast<redisReply *>(reply));
+}
+
+void onReconnectTimer(ngx_event_t *ev) noexcept {
+    static_cast<Link *>(ev->data)->reconnectDue();
+}
+
+void onDeadlineTimer(ngx_event_t *ev) noexcept {
+    static_cast<Link *>(ev->data)->deadlinePassed();
+}
+
+}  // namespace
+
+void Link::connect() {
+    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    redisAsyncContext *ac;
+    if (zone_->port == 0) {
+        ac = redisAsyncConnectUnix(reinterpret_cast<char *>(zone_->host.data));
+    } else {
+        ac = redisAsyncConnect(reinterpret_cast<char *>(zone_->host.data),
+                               static_cast<int>(zone_->port));
+    }
+    if (ac == nullptr) {
+        fail("cannot connect", "out of memory");
+        schedule();
+        return;
+    }
+    if (ac->err) {
+        fail("cannot connect", ac->errstr);
+        redisAsyncFree(ac);
+        schedule();
+        return;
+    }
+    if (ngx_http_rl_hiredis_attach(ac, log_) != NGX_OK) {
+        fail("cannot connect", "no free nginx connection");
+        redisAsyncFree(ac);
+        schedule();
+        return;
+    }
+
+    ac->data = this;
+    ac_ = ac;
+    ready_ = false;
+    stalled_ = false;
+    redisAsyncSetConnectCallback(ac, onConnect);
+    redisAsyncSetDisconnectCallback(ac, onDisconnect);
+
+    /* The handshake is pipelined behind the TCP connect. */
+    const char *argv[3];
+    size_t len[3];
+    if (zone_->password.len) {
+        int n = 0;
+        argv[n] = "AUTH";
+        len[n++] = 4;
+        if (zone_->username.len) {
+            argv[n] = reinterpret_cast<char *>(zone_->username.data);
+            len[n++] = zone_->username.len;
+        }
+        argv[n] = reinterpret_cast<char *>(zone_->password.data);
+        len[n++] = zone_->password.len;
+        command(onHandshake, n, argv, len);
+    }
+    if (zone_->db > 0) {
+        char db[NGX_INT_T_LEN];
+        argv[0] = "SELECT";
+        len[0] = 6;
+        argv[1] = db;
+        len[1] = ngx_sprintf(reinterpret_cast<u_char *>(db), "%i",
+                             zone_->db) - reinterpret_cast<u_char *>(db);
+        command(onHandshake, 2, argv, len);
+    }
+    argv[0] = "CLIENT";
+    len[0] = 6;
+    argv[1] = "SETNAME";
+    len[1] = 7;
+    argv[2] = NGX_HTTP_RL_CLIENT_NAME;
+    len[2] = sizeof(NGX_HTTP_RL_CLIENT_NAME) - 1;
+    command(onHandshake, 3, argv, len);
+
+    size_t scriptLen;
+    argv[0] = "SCRIPT";
+    len[0] = 6;
+    argv[1] = "LOAD";
+    len[1] = 4;
+    argv[2] = rl_script_text(&scriptLen);
+    len[2] = scriptLen;
+    command(onScriptLoaded, 3, argv, len);
+
+    if (ac_ != nullptr) {
+        ngx_add_timer(&deadline_, zone_->connect_timeout);
+    }
+}
+
+bool Link::command(redisCallbackFn *fn, int argc, const char **argv,
+                   const size_t *len) {
+    if (ac_ == nullptr) {
+        return false;
+    }
+    if (redisAsyncCommandArgv(ac_, fn, nullptr, argc, argv, len)
+        != REDIS_OK)
+    {
+        fail("cannot send", ac_->errstr[0] ? ac_->errstr : "error");
+        drop();
+        schedule();
+        return false;
+    }
+    return true;
+}
+
+void Link::connected(const redisAsyncContext *ac, int status) {
+    if (ac != ac_ || status == REDIS_OK) {
+        return;
+    }
+    /* hiredis frees the context after this callback */
+    ac_ = nullptr;
+    ready_ = false;
+    fail("cannot connect", ac->errstr);
+    if (deadline_.timer_set) {
+        ngx_del_timer(&deadline_);
+    }
+    schedule();
+}
+
+void Link::disconnected(const redisAsyncContext *ac) {
+    if (ac != ac_) {
+        return; /* dropped by us */
+    }
+    ac_ = nullptr;
+    ready_ = false;
+    fail("connection closed", ac->errstr[0] ? ac->errstr : "by peer");
+    if (deadline_.timer_set) {
+        ngx_del_timer(&deadline_);
+    }
+    schedule();
+}
+
+void Link::handshakeReply(redisAsyncContext *ac, redisReply *reply) {
+    if (ac != ac_ || reply == nullptr) {
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        fail("handshake failed", reply->str);
+        drop();
+        schedule();
+    }
+}
+
+void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
+    if (ac != ac_ || reply == nullptr) {
+        return;
+    }
+    if (reply->type != REDIS_REPLY_STRING || reply->len != RL_SHA_LEN ||
+        ngx_strncmp(reply->str, rl_script_sha(), RL_SHA_LEN) != 0)
+    {
+        fail("SCRIPT LOAD failed",
+             reply->type == REDIS_REPLY_ERROR ? reply->str : "bad reply");
+        drop();
+        schedule();
+        return;
+    }
+    if (deadline_.timer_set) {
+        ngx_del_timer(&deadline_);
+    }
+    ready_ = true;
+    stalled_ = false;
+    backoff_ = kFirstBackoff;
+    recovered();
+}
+
+void Link::recovered() {
+    if (down_) {
+        down_ = false;
+        ngx_log_error(NGX_LOG_NOTICE, log_, 0,
+                      "rl_zone \"%V\": redis %V is available again",
+                      &zone_->name, &zone_->addr);
+    }
+}
+
+Call *Link::send(ngx_http_rl_group_t *group) {
+    if (!usable()) {
+        return nullptr;
+    }
+    Call *call = free_;
+    if (call != nullptr) {
+        free_ = call->next;
+    } else {
+        call = static_cast<Call *>(ngx_alloc(sizeof(Call), log_));
+        if (call == nullptr) {
+            return nullptr;
+        }
+    }
+    call->link = this;
+    call->group = group;
+    call->next = nullptr;
+    if (redisAsyncCommandArgv(ac_, onReply, call,
+                              static_cast<int>(group->argc), group->argv,
+                              group->argvlen) != REDIS_OK)
+    {
+        release(call);
+        return nullptr;
+    }
+    return call;
+}
+
+void Link::replied(Call *call, redisReply *reply) {
+    ngx_http_rl_group_t *group = call->group;
+
+    if (reply != nullptr && ready_) {
+        stalled_ = false;
+        if (deadline_.timer_set) {
+            ngx_del_timer(&deadline_);
+        }
+        recovered();
+    }
+
+    if (group == nullptr) {
+        release(call); /* its request went away */
+        return;
+    }
+
+    if (reply != nullptr && !group->retried &&
+        reply->type == REDIS_REPLY_ERROR && reply->len >= 8 &&
+        ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
+    {
+        /* Redis lost the script (SCRIPT FLUSH, restart): EVAL loads it
+         * again, the request never notices. */
+        group->retried = 1;
+        size_t scriptLen;
+        group->argv[0] = "EVAL";
+        group->argvlen[0] = 4;
+        group->argv[1] = rl_script_text(&scriptLen);
+        group->argvlen[1] = scriptLen;
+        if (ac_ != nullptr &&
+            redisAsyncCommandArgv(ac_, onReply, call,
+                                  static_cast<int>(group->argc), group->argv,
+                                  group->argvlen) == REDIS_OK)
+        {
+            return;
+        }
+    }
+
+    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+        if (!replyErrors_) {
+            replyErrors_ = true;
+            ngx_log_error(NGX_LOG_ERR, log_, 0,
+                          "rl_zone \"%V\": redis %V replied: %s",
+                          &zone_->name, &zone_->addr, reply->str);
+        }
+    } else if (reply != nullptr) {
+        replyErrors_ = false;
+    }
+
+    release(call);
+    group->call = nullptr;
+    ngx_http_rl_group_done(group, reply);
+}
+
+void Link::timedOut() {
+    if (stalled_ || ac_ == nullptr) {
+        return;
+    }
+    stalled_ = true;
+    fail("no reply", "within the zone's timeout");
+    if (!deadline_.timer_set) {
+        ngx_add_timer(&deadline_, zone_->connect_timeout);
+    }
+}
+
+void Link::deadlinePassed() {
+    if (ac_ == nullptr) {
+        return;
+    }
+    fail(ready_ ? "no reply" : "cannot connect",
+         ready_ ? "dropping the connection" : "connect_timeout expired");
+    drop();
+    schedule();
+}
+
+void Link::fail(const char *what, const char *detail) {
+    if (down_ || exiting_) {
+        return;
+    }
+    down_ = true;
+    ngx_log_error(NGX_LOG_ERR, log_, 0,
+                  "rl_zone \"%V\": redis %V unavailable: %s: %s",
+                  &zone_->name, &zone_->addr, what,
+                  detail != nullptr ? detail : "");
+}
+
+void Link::drop() {
+    redisAsyncContext *ac = ac_;
+    ac_ = nullptr;
+    ready_ = false;
+    stalled_ = false;
+    if (deadline_.timer_set) {
+        ngx_del_timer(&deadline_);
+    }
+    if (ac != nullptr) {
+        /* pending callbacks run now (or when hiredis leaves its own
+         * callback) with a NULL reply: their requests get the policy */
+        redisAsyncFree(ac);
+    }
+}
+
+void Link::schedule() {
+    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit ||
+        reconnect_.timer_set)
+    {
+        return;
+    }
+    ngx_add_timer(&reconnect_, backoff_);
+    backoff_ = backoff_ * 2 > kMaxBackoff ? kMaxBackoff : backoff_ * 2;
+}
+
+}  // namespace rl
+
+using rl::Link;
+
+extern "C" {
+
+ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
+                                 ngx_http_rl_main_conf_t *rmcf) noexcept {
+    ngx_uint_t n = rmcf->zones.nelts;
+    auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
+
+    rmcf->links = static_cast<ngx_http_rl_link_t **>(
+        ngx_pcalloc(cycle->pool, n * sizeof(ngx_http_rl_link_t *)));
+    if (rmcf->links == nullptr) {
+        return NGX_ERROR;
+    }
+    for (ngx_uint_t i = 0; i < n; i++) {
+        void *mem = ngx_alloc(sizeof(Link), cycle->log);
+        if (mem == nullptr) {
+            return NGX_ERROR;
+        }
+        Link *link = new (mem) Link(zones[i], cycle->log);
+        rmcf->links[i] = reinterpret_cast<ngx_http_rl_link_t *>(link);
+        link->connect();
+    }
+    return NGX_OK;
+}
+
+void ngx_http_rl_links_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
+    if (rmcf->links == nullptr) {
+        return;
+    }
+    for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
+        Link *link = reinterpret_cast<Link *>(rmcf->links[i]);
+        if (link == nullptr) {
+            continue;
+        }
+        link->~Link();
+        ngx_free(link);
+        rmcf->links[i] = nullptr;
+    }
+    rmcf->links = nullptr;
+}
+
+ngx_int_t ngx_http_rl_link_usable(ngx_http_rl_link_t *link) noexcept {
+    return reinterpret_cast<Link *>(link)->usable() ? 1 : 0;
+}
+
+ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
+                                          ngx_http_rl_group_t *group) noexcept {
+    return reinterpret_cast<ngx_http_rl_call_t *>(reinterpret_cast<Link *>(link)->send(group));
+}
+
+void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) noexcept {
+    reinterpret_cast<rl::Call *>(call)->group = nullptr;
+}
+
+void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) noexcept {
+    reinterpret_cast<Link *>(link)->timedOut();
+}
+
+}  // extern "C"

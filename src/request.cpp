@@ -1,0 +1,349 @@
+/*
+ * request.cpp: deciding one request. Its rules are grouped by zone, each
+ * group is one script call; the request is parked (NGX_AGAIN) until every
+ * group has answered or the zone's timeout fires, then its phases run
+ * again and the handler returns the decision. Everything lives in the
+ * request's pool; a pool cleanup detaches calls still in flight.
+ */
+
+#include "ngx.hpp"
+
+#include <type_traits>
+
+static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
+              "the request context lives in r->pool");
+
+namespace {
+
+void cleanupCtx(void *data) noexcept;
+void wake(ngx_event_t *ev) noexcept;
+
+ngx_http_rl_link_t *linkFor(ngx_http_request_t *r, ngx_http_rl_zone_t *z) {
+    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
+    return rmcf->links != nullptr ? rmcf->links[z->index] : nullptr;
+}
+
+ngx_http_rl_ctx_t *createCtx(ngx_http_request_t *r,
+                             ngx_http_rl_loc_conf_t *lcf) {
+    ngx_pool_cleanup_t *cln =
+        ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_rl_ctx_t));
+    if (cln == nullptr) {
+        return nullptr;
+    }
+    auto *ctx = static_cast<ngx_http_rl_ctx_t *>(cln->data);
+    ngx_memzero(ctx, sizeof(ngx_http_rl_ctx_t));
+    cln->handler = cleanupCtx;
+
+    ngx_uint_t n = lcf->rules->nelts;
+    ctx->r = r;
+    ctx->lcf = lcf;
+    ctx->binding = -1;
+    ctx->rc = NGX_DECLINED;
+    ctx->outcomes = static_cast<rl_outcome_t *>(
+        ngx_pcalloc(r->pool, n * sizeof(rl_outcome_t)));
+    ctx->decided = static_cast<u_char *>(ngx_pcalloc(r->pool, n));
+    ctx->groups = static_cast<ngx_http_rl_group_t *>(
+        ngx_pcalloc(r->pool, n * sizeof(ngx_http_rl_group_t)));
+    if (ctx->outcomes == nullptr || ctx->decided == nullptr ||
+        ctx->groups == nullptr) {
+        return nullptr;
+    }
+    ctx->wake.handler = wake;
+    ctx->wake.data = ctx;
+    ctx->wake.log = r->connection->log;
+    ngx_http_set_ctx(r, ctx, ngx_http_rl_module);
+    return ctx;
+}
+
+/* Builds the argument vector of one group's script call. */
+ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
+                    const ngx_str_t *values) {
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(
+        g->ctx->lcf->rules->elts);
+    ngx_uint_t n = g->nrules;
+    ngx_pool_t *p = r->pool;
+
+    auto **keys = static_cast<const char **>(
+        ngx_palloc(p, n * sizeof(char *)));
+    auto *keyLens = static_cast<size_t *>(ngx_palloc(p, n * sizeof(size_t)));
+    auto **args = static_cast<const char **>(
+        ngx_palloc(p, n * RL_ARGS_PER_RULE * sizeof(char *)));
+    auto *argLens = static_cast<size_t *>(
+        ngx_palloc(p, n * RL_ARGS_PER_RULE * sizeof(size_t)));
+    auto *count = static_cast<u_char *>(ngx_pnalloc(p, NGX_INT_T_LEN));
+    g->argc = rl_argv_count(n);
+    g->argv = static_cast<const char **>(
+        ngx_palloc(p, g->argc * sizeof(char *)));
+    g->argvlen = static_cast<size_t *>(
+        ngx_palloc(p, g->argc * sizeof(size_t)));
+    if (keys == nullptr || keyLens == nullptr || args == nullptr ||
+        argLens == nullptr || count == nullptr || g->argv == nullptr ||
+        g->argvlen == nullptr) {
+        return NGX_ERROR;
+    }
+
+    ngx_str_t *prefix = &g->zone->prefix;
+    for (ngx_uint_t k = 0; k < n; k++) {
+        ngx_http_rl_rule_t *rule = &rules[g->rules[k]];
+        const ngx_str_t *v = &values[g->rules[k]];
+        auto *value = reinterpret_cast<const char *>(v->data);
+        size_t len = rl_state_key_len(prefix->len, value, v->len);
+        auto *key = static_cast<char *>(ngx_pnalloc(p, len));
+        if (key == nullptr) {
+            return NGX_ERROR;
+        }
+        rl_state_key_write(key, reinterpret_cast<char *>(prefix->data),
+                           prefix->len, value, v->len, rule->id);
+        keys[k] = key;
+        keyLens[k] = len;
+        for (ngx_uint_t a = 0; a < RL_ARGS_PER_RULE; a++) {
+            args[k * RL_ARGS_PER_RULE + a] = rule->args[a];
+            argLens[k * RL_ARGS_PER_RULE + a] = rule->arg_lens[a];
+        }
+    }
+    size_t countLen = ngx_sprintf(count, "%ui", n) - count;
+    rl_argv_fill(g->argv, g->argvlen, 0, reinterpret_cast<char *>(count),
+                 countLen, keys, keyLens, args, argLens, n);
+    return NGX_OK;
+}
+
+/* Groups the rules with a non-empty key by zone. */
+ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
+                     ngx_str_t *values) {
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    ngx_uint_t n = ctx->lcf->rules->nelts;
+
+    for (ngx_uint_t i = 0; i < n; i++) {
+        if (ngx_http_complex_value(r, &rules[i].key, &values[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+        if (values[i].len == 0) {
+            continue; /* an empty key exempts the request from the rule */
+        }
+        ngx_uint_t g = 0;
+        while (g < ctx->ngroups && ctx->groups[g].zone != rules[i].zone) {
+            g++;
+        }
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (g == ctx->ngroups) {
+            ctx->ngroups++;
+            group->zone = rules[i].zone;
+            group->ctx = ctx;
+            group->rules = static_cast<ngx_uint_t *>(
+                ngx_palloc(r->pool, n * sizeof(ngx_uint_t)));
+            if (group->rules == nullptr) {
+                return NGX_ERROR;
+            }
+        }
+        group->rules[group->nrules++] = i;
+    }
+    return NGX_OK;
+}
+
+void logRejection(ngx_http_rl_ctx_t *ctx) {
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    ngx_http_rl_rule_t *rule = &rules[ctx->binding];
+    ngx_log_error(NGX_LOG_ERR, ctx->r->connection->log, 0,
+                  "rl: request rejected by rule \"%V\" of zone \"%V\", "
+                  "retry in %L ms",
+                  &rule->name, &rule->zone->name,
+                  ctx->outcomes[ctx->binding].retry_ms);
+}
+
+/* Combines the groups' answers into the request's decision. */
+void finish(ngx_http_rl_ctx_t *ctx) {
+    bool rejected = false, error = false, closed = false;
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->error) {
+            error = true;
+            closed = closed ||
+                     group->zone->failure == NGX_HTTP_RL_FAILURE_CLOSED;
+        } else if (!group->allowed) {
+            rejected = true;
+        }
+    }
+
+    ngx_uint_t n = ctx->lcf->rules->nelts;
+    rl_outcome_t decided[RL_MAX_RULES];
+    ngx_uint_t index[RL_MAX_RULES];
+    size_t m = 0;
+    for (ngx_uint_t i = 0; i < n; i++) {
+        if (ctx->decided[i] && (!rejected || ctx->outcomes[i].retry_ms > 0)) {
+            decided[m] = ctx->outcomes[i];
+            index[m++] = i;
+        }
+    }
+    if (m > 0) {
+        ctx->binding = index[rl_binding_rule(decided, m, rejected ? 0 : 1)];
+    }
+
+    ctx->finished = 1;
+    if (rejected) {
+        ctx->status = NGX_HTTP_RL_STATUS_REJECTED;
+        ctx->rc = ctx->lcf->status_code;
+        logRejection(ctx);
+    } else if (error) {
+        ctx->status = NGX_HTTP_RL_STATUS_ERROR;
+        ctx->rc = closed ? ctx->lcf->status_code : NGX_DECLINED;
+    } else {
+        ctx->status = ctx->ngroups ? NGX_HTTP_RL_STATUS_PASSED
+                                   : NGX_HTTP_RL_STATUS_NONE;
+        ctx->rc = NGX_DECLINED;
+    }
+}
+
+void wake(ngx_event_t *ev) noexcept {
+    auto *ctx = static_cast<ngx_http_rl_ctx_t *>(ev->data);
+    ngx_http_request_t *r = ctx->r;
+    ngx_connection_t *c = r->connection;
+
+    if (ev->timedout) {
+        ev->timedout = 0;
+        for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+            ngx_http_rl_group_t *group = &ctx->groups[g];
+            if (group->call != nullptr) {
+                ngx_http_rl_call_detach(group->call);
+                group->call = nullptr;
+                group->done = 1;
+                group->error = 1;
+                ngx_http_rl_link_t *link = linkFor(r, group->zone);
+                if (link != nullptr) {
+                    ngx_http_rl_link_timed_out(link);
+                }
+            }
+        }
+        ctx->pending = 0;
+    }
+
+    finish(ctx);
+    ctx->waiting = 0;
+    ctx->resumed = 1;
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+    ngx_http_run_posted_requests(c);
+}
+
+void cleanupCtx(void *data) noexcept {
+    auto *ctx = static_cast<ngx_http_rl_ctx_t *>(data);
+    if (ctx->wake.timer_set) {
+        ngx_del_timer(&ctx->wake);
+    }
+    if (ctx->wake.posted) {
+        ngx_delete_posted_event(&ctx->wake);
+    }
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        if (ctx->groups[g].call != nullptr) {
+            ngx_http_rl_call_detach(ctx->groups[g].call);
+            ctx->groups[g].call = nullptr;
+        }
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) noexcept {
+    auto *ctx = static_cast<ngx_http_rl_ctx_t *>(
+        ngx_http_get_module_ctx(r, ngx_http_rl_module));
+    if (ctx != nullptr) {
+        return ctx;
+    }
+    /* An internal redirect zeroes module contexts; the pool keeps it. */
+    for (ngx_pool_cleanup_t *cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == cleanupCtx) {
+            ctx = static_cast<ngx_http_rl_ctx_t *>(cln->data);
+            ngx_http_set_ctx(r, ctx, ngx_http_rl_module);
+            return ctx;
+        }
+    }
+    return nullptr;
+}
+
+ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
+                             ngx_http_rl_loc_conf_t *lcf) noexcept {
+    ngx_http_rl_ctx_t *ctx = ngx_http_rl_get_ctx(r);
+    if (ctx != nullptr) {
+        if (ctx->waiting) {
+            return NGX_AGAIN;
+        }
+        if (ctx->resumed) {
+            ctx->resumed = 0;
+            return ctx->rc;
+        }
+        return NGX_DECLINED; /* decided before an internal redirect */
+    }
+
+    ctx = createCtx(r, lcf);
+    if (ctx == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    auto *values = static_cast<ngx_str_t *>(
+        ngx_pcalloc(r->pool, lcf->rules->nelts * sizeof(ngx_str_t)));
+    if (values == nullptr || groupRules(r, ctx, values) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_msec_t timeout = 0;
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        ngx_http_rl_link_t *link = linkFor(r, group->zone);
+        if (link != nullptr && ngx_http_rl_link_usable(link)) {
+            if (buildCall(r, group, values) != NGX_OK) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+            group->call = ngx_http_rl_link_send(link, group);
+        }
+        if (group->call == nullptr) {
+            group->done = 1; /* known down: the failure policy, at once */
+            group->error = 1;
+            continue;
+        }
+        ctx->pending++;
+        if (group->zone->timeout > timeout) {
+            timeout = group->zone->timeout;
+        }
+    }
+
+    if (ctx->pending == 0) {
+        finish(ctx);
+        return ctx->rc;
+    }
+
+    ctx->waiting = 1;
+    ngx_add_timer(&ctx->wake, timeout);
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_request_empty_handler;
+    return NGX_AGAIN;
+}
+
+void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
+                            const void *reply) noexcept {
+    ngx_http_rl_ctx_t *ctx = group->ctx;
+    rl_outcome_t out[RL_MAX_RULES];
+    int allowed = 0;
+
+    group->call = nullptr;
+    group->done = 1;
+    if (reply != nullptr &&
+        rl_decode_reply(reply, group->nrules, &allowed, out) == RL_REPLY_OK) {
+        group->allowed = allowed ? 1 : 0;
+        for (ngx_uint_t k = 0; k < group->nrules; k++) {
+            ctx->outcomes[group->rules[k]] = out[k];
+            ctx->decided[group->rules[k]] = 1;
+        }
+    } else {
+        group->error = 1;
+    }
+
+    if (--ctx->pending == 0 && ctx->waiting) {
+        if (ctx->wake.timer_set) {
+            ngx_del_timer(&ctx->wake);
+        }
+        ngx_post_event(&ctx->wake, &ngx_posted_events);
+    }
+}
+
+}  // extern "C"

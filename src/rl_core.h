@@ -1,0 +1,72 @@
+/*
+ * The C ABI of the pure C++ core (src/core): what the nginx shim calls.
+ * No nginx type crosses it; nothing here throws.
+ */
+
+#ifndef RL_CORE_H_INCLUDED_
+#define RL_CORE_H_INCLUDED_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define RL_NOEXCEPT  noexcept
+extern "C" {
+#else
+#define RL_NOEXCEPT
+#endif
+
+#define RL_RULE_ID_LEN      16
+#define RL_SHA_LEN          40
+#define RL_ARGS_PER_RULE    5
+#define RL_MAX_RULES        64
+
+typedef struct {
+    int64_t   remaining;
+    int64_t   reset_ms;
+    int64_t   retry_ms;
+} rl_outcome_t;
+
+typedef enum {
+    RL_REPLY_OK = 0,
+    RL_REPLY_NOSCRIPT,
+    RL_REPLY_ERROR,
+    RL_REPLY_MALFORMED
+} rl_reply_status_e;
+
+/* "Nr/s", "Nr/m", "Nr/h", "Nr/d", "Nr/TIME": 0 on success. */
+int rl_parse_rate(const char *text, size_t len, uint64_t *limit,
+    uint64_t *window_us) RL_NOEXCEPT;
+
+/* Writes RL_RULE_ID_LEN hex digits naming a rule's state. */
+int rl_rule_id(const char *zone, size_t zone_len, const char *name,
+    size_t name_len, const char *algorithm, size_t algorithm_len,
+    uint64_t window_us, const char *key, size_t key_len, char *out) RL_NOEXCEPT;
+
+size_t rl_state_key_len(size_t prefix_len, const char *value, size_t len) RL_NOEXCEPT;
+char *rl_state_key_write(char *out, const char *prefix, size_t prefix_len,
+    const char *value, size_t len, const char *rule_id) RL_NOEXCEPT;
+
+const char *rl_script_text(size_t *len) RL_NOEXCEPT;
+const char *rl_script_sha(void) RL_NOEXCEPT;
+
+/* Argument vector of one call: see src/core/script.hpp. Each rule_args
+ * entry points at RL_ARGS_PER_RULE (pointer, length) pairs. */
+size_t rl_argv_count(size_t rules) RL_NOEXCEPT;
+void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
+    const char *count, size_t count_len, const char **keys,
+    const size_t *key_lens, const char *const *rule_args,
+    const size_t *rule_arg_lens, size_t rules) RL_NOEXCEPT;
+
+/* Decodes an EVALSHA reply (a hiredis redisReply *). */
+rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
+    int *allowed, rl_outcome_t *out) RL_NOEXCEPT;
+
+size_t rl_binding_rule(const rl_outcome_t *o, size_t n, int allowed) RL_NOEXCEPT;
+int64_t rl_seconds_ceil(int64_t ms) RL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RL_CORE_H_INCLUDED_ */

@@ -1,0 +1,271 @@
+package RlTest::Proc;
+
+# Process helpers shared by the harness: a registry of the processes the
+# test started (so none is left behind, even when a test dies), polling with
+# deadlines, free ports, temp dirs, /proc scanning and forked children.
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use File::Temp ();
+use IO::Socket::IP;
+use POSIX ();
+use Scalar::Util qw(weaken refaddr);
+use Time::HiRes ();
+
+our @EXPORT_OK = qw(
+    now wait_until free_port make_tempdir children_of cmdline_of
+    pid_alive reap_pid kill_and_reap spawn register unregister keep_temp
+);
+
+$SIG{PIPE} = 'IGNORE';
+
+# ---------------------------------------------------------------- registry
+
+my %LIVE;           # refaddr => weak ref to an object with ->_cleanup
+my $OWNER = $$;     # forked children never clean up the parent's processes
+
+sub register {
+    my ($obj) = @_;
+    $LIVE{ refaddr $obj } = $obj;
+    weaken $LIVE{ refaddr $obj };
+}
+
+sub unregister {
+    my ($obj) = @_;
+    delete $LIVE{ refaddr $obj };
+}
+
+sub cleanup_all {
+    return unless $$ == $OWNER;
+    # nginx first (priority 0), then redis (1), then the rest.
+    my @objs = sort { ($a->can('_cleanup_priority') ? $a->_cleanup_priority : 5)
+                      <=> ($b->can('_cleanup_priority') ? $b->_cleanup_priority : 5) }
+               grep { defined } values %LIVE;
+    for my $obj (@objs) {
+        eval { $obj->_cleanup; 1 } or warn "cleanup failed: $@";
+    }
+    %LIVE = ();
+}
+
+END {
+    local $?;
+    cleanup_all();
+}
+
+for my $sig (qw(INT TERM HUP)) {
+    $SIG{$sig} = sub {
+        my $num = { INT => 2, HUP => 1, TERM => 15 }->{$sig};
+        print STDERR "# caught SIG$sig, cleaning up\n";
+        exit(128 + $num);          # runs END blocks, hence cleanup_all
+    };
+}
+
+# ---------------------------------------------------------------- time
+
+sub now { Time::HiRes::time() }
+
+# wait_until(sub { ... }, timeout => SECONDS, interval => SECONDS)
+# Returns the first true value of the sub, or undef at the deadline.
+sub wait_until {
+    my ($cond, %opt) = @_;
+    my $timeout  = $opt{timeout}  // 5;
+    my $interval = $opt{interval} // 0.05;
+    my $deadline = now() + $timeout;
+    while (1) {
+        my $v = $cond->();
+        return $v if $v;
+        return undef if now() >= $deadline;
+        Time::HiRes::sleep($interval);
+    }
+}
+
+# ---------------------------------------------------------------- ports
+
+my %GIVEN;
+
+sub free_port {
+    for (1 .. 50) {
+        my $s = IO::Socket::IP->new(
+            LocalHost => '127.0.0.1', LocalPort => 0, Proto => 'tcp',
+            Listen => 1, ReuseAddr => 0,
+        ) or die "cannot bind a free port: $@";
+        my $port = $s->sockport;
+        close $s;
+        next if $GIVEN{$port}++;
+        return $port;
+    }
+    die "no free port found";
+}
+
+# ---------------------------------------------------------------- temp dirs
+
+sub keep_temp { $ENV{RL_KEEP} ? 1 : 0 }
+
+sub make_tempdir {
+    my ($tag) = @_;
+    my $dir = File::Temp::tempdir("rltest-${tag}-XXXXXX", DIR => '/tmp',
+                                  CLEANUP => !keep_temp());
+    print STDERR "# $tag temp dir kept: $dir\n" if keep_temp();
+    return $dir;
+}
+
+# ---------------------------------------------------------------- /proc
+
+sub _stat_of {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/stat" or return;
+    my $line = <$fh> // return;
+    close $fh;
+    $line =~ /^\d+ \((.*)\) (\S) (\d+)/s or return;
+    return ($2, $3);    # state, ppid
+}
+
+sub cmdline_of {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/cmdline" or return '';
+    local $/;
+    my $c = <$fh> // '';
+    close $fh;
+    $c =~ s/\0+$//;
+    $c =~ s/\0/ /g;
+    return $c;
+}
+
+# Live (non-zombie) children of a pid.
+sub children_of {
+    my ($ppid) = @_;
+    opendir my $dh, '/proc' or return;
+    my @kids;
+    for my $e (readdir $dh) {
+        next unless $e =~ /^\d+$/;
+        my ($state, $pp) = _stat_of($e);
+        next unless defined $pp && $pp == $ppid;
+        next if $state eq 'Z' || $state eq 'X';
+        push @kids, $e + 0;
+    }
+    closedir $dh;
+    return sort { $a <=> $b } @kids;
+}
+
+sub pid_alive {
+    my ($pid) = @_;
+    return 0 unless $pid;
+    my ($state) = _stat_of($pid);
+    return 0 unless defined $state;
+    return 0 if $state eq 'Z' || $state eq 'X';
+    return 1;
+}
+
+# Reap a child of ours; true when it has exited (status in $?).
+sub reap_pid {
+    my ($pid, $timeout) = @_;
+    my $status;
+    my $done = wait_until(sub {
+        my $r = waitpid($pid, POSIX::WNOHANG());
+        if ($r == $pid) { $status = $?; return 1 }
+        return 1 if $r == -1;          # not our child any more / already reaped
+        return 0;
+    }, timeout => $timeout // 5, interval => 0.02);
+    $? = $status // 0;
+    return $done ? 1 : 0;
+}
+
+# Send each signal in turn, waiting up to its deadline for the child to exit.
+# kill_and_reap($pid, [QUIT => 5], [TERM => 3], [KILL => 3]); pgroup too if
+# $opt{group}.
+sub kill_and_reap {
+    my ($pid, @steps) = @_;
+    my %opt = ref $steps[-1] eq 'HASH' ? %{ pop @steps } : ();
+    for my $step (@steps) {
+        my ($sig, $timeout) = @$step;
+        if ($opt{group} && $sig eq 'KILL') {
+            kill 'KILL', -$pid;
+        }
+        kill $sig, $pid;
+        return 1 if reap_pid($pid, $timeout);
+    }
+    return 0;
+}
+
+# ---------------------------------------------------------------- children
+
+# spawn(sub { ...; return $string }) forks; the child runs the sub and
+# exits without running END blocks. ->wait(timeout) returns the string.
+sub spawn {
+    my ($code) = @_;
+    return RlTest::Proc::Child->new($code);
+}
+
+package RlTest::Proc::Child;
+
+use strict;
+use warnings;
+use POSIX ();
+
+sub new {
+    my ($class, $code) = @_;
+    pipe(my $r, my $w) or die "pipe: $!";
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if ($pid == 0) {
+        close $r;
+        my $out = eval { $code->() };
+        my $ok = defined $out || !$@;
+        $out = "CHILD DIED: $@" unless $ok;
+        syswrite $w, $out // '';
+        close $w;
+        POSIX::_exit($ok ? 0 : 1);
+    }
+    close $w;
+    my $self = bless { pid => $pid, fh => $r }, $class;
+    RlTest::Proc::register($self);
+    return $self;
+}
+
+sub pid { $_[0]{pid} }
+
+sub wait {
+    my ($self, $timeout) = @_;
+    return $self->{result} if exists $self->{result};
+    my $buf = '';
+    my $fh = $self->{fh};
+    my $deadline = RlTest::Proc::now() + ($timeout // 60);
+    require IO::Select;
+    my $sel = IO::Select->new($fh);
+    while (RlTest::Proc::now() < $deadline) {
+        next unless $sel->can_read(0.1);
+        my $n = sysread $fh, $buf, 65536, length $buf;
+        last unless $n;
+    }
+    close $fh;
+    unless (RlTest::Proc::reap_pid($self->{pid}, 2)) {
+        RlTest::Proc::kill_and_reap($self->{pid}, [TERM => 2], [KILL => 2]);
+        $self->{status} = -1;
+    } else {
+        $self->{status} = $?;
+    }
+    RlTest::Proc::unregister($self);
+    return $self->{result} = $buf;
+}
+
+sub status { $_[0]{status} }
+
+sub _cleanup_priority { 2 }
+
+sub _cleanup {
+    my ($self) = @_;
+    return if exists $self->{result};
+    RlTest::Proc::kill_and_reap($self->{pid}, [TERM => 2], [KILL => 2]);
+    $self->{result} = undef;
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    return unless $$ == $OWNER;
+    local ($@, $?);
+    eval { $self->_cleanup };
+}
+
+1;

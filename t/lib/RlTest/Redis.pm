@@ -1,0 +1,180 @@
+package RlTest::Redis;
+
+# A throw-away redis-server on a free loopback port and a unix socket, with
+# no persistence, in its own temp dir.
+#
+#   my $r = RlTest::Redis->new(password => 's3cret', args => [...]);
+#   $r->port; $r->sock; $r->pid; $r->dir;
+#   $r->cli('CLIENT', 'LIST');        # redis-cli output, chomped
+#   $r->client_count('ngx_rl');       # CLIENT LIST lines with name=ngx_rl
+#   $r->kill('STOP'); $r->kill('CONT'); $r->kill('KILL');
+#   $r->restart;                      # same port, same socket, empty data
+#   $r->stop;
+
+use strict;
+use warnings;
+
+use IO::Select;
+use IO::Socket::IP;
+use POSIX ();
+use RlTest::Proc qw(now wait_until free_port make_tempdir pid_alive
+                    reap_pid kill_and_reap);
+
+my $OWNER = $$;
+
+sub new {
+    my ($class, %opt) = @_;
+    my $dir = $opt{dir} // make_tempdir('redis');
+    my $self = bless {
+        dir      => $dir,
+        port     => $opt{port} // free_port(),
+        sock     => "$dir/redis.sock",
+        password => $opt{password},
+        args     => $opt{args} // [],
+        owner    => $$,
+    }, $class;
+    RlTest::Proc::register($self);
+    $self->start;
+    return $self;
+}
+
+sub port { $_[0]{port} }
+sub sock { $_[0]{sock} }
+sub pid  { $_[0]{pid} }
+sub dir  { $_[0]{dir} }
+sub log_text {
+    my ($self) = @_;
+    open my $fh, '<', "$self->{dir}/redis.log" or return '';
+    local $/;
+    return scalar <$fh>;
+}
+
+sub start {
+    my ($self) = @_;
+    die "redis already running (pid $self->{pid})\n"
+        if $self->{pid} && pid_alive($self->{pid});
+    unlink $self->{sock};
+    my @cmd = (
+        'redis-server',
+        '--port', $self->{port}, '--bind', '127.0.0.1', '-::1',
+        '--unixsocket', $self->{sock}, '--unixsocketperm', '777',
+        '--save', '', '--appendonly', 'no',
+        '--dir', $self->{dir}, '--daemonize', 'no', '--logfile', '',
+        '--protected-mode', 'no',
+        (defined $self->{password}
+            ? ('--requirepass', $self->{password}) : ()),
+        @{ $self->{args} },
+    );
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if ($pid == 0) {
+        POSIX::setpgid(0, 0);
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>>', "$self->{dir}/redis.log";
+        open STDERR, '>&', \*STDOUT;
+        exec @cmd or POSIX::_exit(127);
+    }
+    $self->{pid} = $pid;
+    $self->{stopped} = 0;
+
+    my $up = wait_until(sub {
+        return -1 if waitpid($pid, POSIX::WNOHANG()) == $pid;
+        return $self->ping ? 1 : 0;
+    }, timeout => 10);
+    if (!$up || $up == -1) {
+        my $log = $self->log_text;
+        kill_and_reap($pid, [KILL => 2]) if $up;
+        $self->{pid} = undef;
+        die "redis-server did not start on port $self->{port}:\n$log\n";
+    }
+    return $self;
+}
+
+# One PING over a raw socket; true on +PONG (or -NOAUTH, which means up).
+sub ping {
+    my ($self) = @_;
+    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                                PeerPort => $self->{port}, Timeout => 1)
+        or return 0;
+    syswrite $s, "PING\r\n";
+    my $sel = IO::Select->new($s);
+    my $buf = '';
+    if ($sel->can_read(1)) { sysread $s, $buf, 512 }
+    close $s;
+    return $buf =~ /^(\+PONG|-NOAUTH)/ ? 1 : 0;
+}
+
+sub cli {
+    my ($self, @args) = @_;
+    my @auth = defined $self->{password}
+             ? ('--no-auth-warning', '-a', $self->{password}) : ();
+    open my $fh, '-|', 'redis-cli', '-h', '127.0.0.1', '-p', $self->{port},
+        @auth, @args
+        or die "redis-cli: $!";
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
+    $out =~ s/\n\z//;
+    return $out;
+}
+
+sub client_count {
+    my ($self, $name) = @_;
+    $name //= 'ngx_rl';
+    my $list = $self->cli('CLIENT', 'LIST');
+    return scalar grep { /\bname=\Q$name\E(\s|$)/ } split /\n/, $list;
+}
+
+sub kill {
+    my ($self, $sig) = @_;
+    return unless $self->{pid};
+    $sig = uc $sig;
+    $sig =~ s/^SIG//;
+    CORE::kill($sig, $self->{pid});
+    if ($sig eq 'STOP') {
+        $self->{stopped} = 1;
+    } elsif ($sig eq 'CONT') {
+        $self->{stopped} = 0;
+    } elsif ($sig eq 'KILL' || $sig eq 'TERM' || $sig eq 'INT') {
+        CORE::kill('CONT', $self->{pid}) if $self->{stopped};
+        $self->{stopped} = 0;
+        reap_pid($self->{pid}, 5)
+            or kill_and_reap($self->{pid}, [KILL => 3]);
+        $self->{pid} = undef;
+    }
+    return 1;
+}
+
+sub stop {
+    my ($self) = @_;
+    return unless $self->{pid};
+    CORE::kill('CONT', $self->{pid}) if $self->{stopped};
+    $self->{stopped} = 0;
+    kill_and_reap($self->{pid}, [TERM => 3], [KILL => 3]);
+    $self->{pid} = undef;
+    return 1;
+}
+
+sub restart {
+    my ($self) = @_;
+    $self->stop;
+    $self->start;
+}
+
+sub _cleanup_priority { 1 }
+
+sub _cleanup {
+    my ($self) = @_;
+    return unless $$ == $self->{owner};
+    $self->stop;
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    return unless $$ == ($self->{owner} // 0);
+    local ($@, $?);
+    eval { $self->_cleanup };
+    RlTest::Proc::unregister($self);
+}
+
+1;
