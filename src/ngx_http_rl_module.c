@@ -176,7 +176,7 @@ ngx_http_rl_handler(ngx_http_request_t *r)
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_rl_module);
 
-    if (lcf->rules == NULL && ngx_http_rl_get_ctx(r) == NULL) {
+    if (lcf->rules == NULL) {
         return NGX_DECLINED;
     }
 

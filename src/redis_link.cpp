@@ -54,7 +54,9 @@ public:
         }
     }
 
-    bool usable() const { return ready_ && !stalled_ && ac_ != nullptr; }
+    /* Requests may queue behind a first handshake (hiredis buffers
+     * them, SCRIPT LOAD goes first); not while an incident is open. */
+    bool usable() const { return ac_ != nullptr && !down_ && !stalled_; }
 
     void connect();
     Call *send(ngx_http_rl_group_t *group);

@@ -119,8 +119,8 @@ Retry-After: [1-9]\\d*",
 "X-RateLimit-Reset: \\d+
 Retry-After: [1-9]\\d*",
 ]
---- no_error_log
-[error]
+--- no_error_log eval
+[qr/\[error\].*redis/i, qr/\[warn\]/]
 
 
 
@@ -161,8 +161,8 @@ X-RL-Status: REJECTED",
 "X-RateLimit-Reset: \\d+
 Retry-After: [1-9]\\d*",
 ]
---- no_error_log
-[error]
+--- no_error_log eval
+[qr/\[error\].*redis/i, qr/\[warn\]/]
 
 
 
@@ -257,8 +257,8 @@ location /t {
 ["!X-RL-Status", "!X-RL-Status", "!X-RL-Status",
  "X-RL-Status: PASSED\nX-RateLimit-Limit: 1\nX-RateLimit-Remaining: 0",
  "X-RL-Status: REJECTED", "!X-RL-Status"]
---- no_error_log
-[error]
+--- no_error_log eval
+[qr/\[error\].*redis/i, qr/\[warn\]/]
 
 
 
@@ -396,3 +396,24 @@ location /t {
 [200, 403]
 --- response_headers eval
 ["X-RL-Status: PASSED", "X-RL-Status: REJECTED"]
+
+
+
+=== TEST 14: a rejection is logged with zone, rule, key and retry delay
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=$http_x_client rate=1r/d algorithm=fixed_window
+            name=daily;
+    empty_gif;
+}
+--- more_headers
+X-Client: client42
+--- request eval
+["GET /t", "GET /t"]
+--- error_code eval
+[200, 429]
+--- error_log eval
+[qr/\[error\].*rejected(?=.*\bmain\b)(?=.*\bdaily\b)(?=.*client42)(?=.*retry)/]
+

@@ -25,7 +25,10 @@ package RlTest;
 #    more_headers, error_code, response_headers ("Name: value", "!Name"),
 #    response_headers_like ("Name: regex", anchored), response_body,
 #    response_body_like, error_log, no_error_log (substrings, or eval
-#    [qr/.../, "..."]), must_die, timeout (seconds per request), no_flush.
+#    [qr/.../, "..."]), must_die (nginx -t, or else startup, must fail;
+#    error_log then checks the nginx -t output), syntax_only (nginx -t must
+#    pass; nginx is not started), timeout (seconds per request), no_flush
+#    (keep the redis data of the previous block).
 #    A section given as an eval array with one element per request is
 #    checked per request; a plain value applies to every request.
 #    Placeholders in every section: $RedisPort $RedisSock $ServerPort
@@ -244,6 +247,14 @@ SERVER
                 or Test::More::diag("nginx -t output:\n$text");
         }
         _check_log($name, $text . $ng->error_log_text, $want_log, $dont_log);
+        return;
+    }
+
+    if (exists $block->{syntax_only}) {
+        my ($tok, $text) = $ng->config_test;
+        Test::More::ok($tok, "$name - nginx -t passes")
+            or Test::More::diag($text);
+        _check_log($name, $text, $want_log, $dont_log);
         return;
     }
 

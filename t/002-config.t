@@ -1,0 +1,282 @@
+# Configuration: every error nginx -t must report, in nginx's words and with
+# the file:line, and valid configurations that need no reachable Redis.
+
+use lib 't/lib';
+use RlTest;
+
+run_tests();
+done_testing();
+
+__DATA__
+
+=== TEST 1: unknown parameter in rl_rule
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=1r/s foo=bar; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\] invalid parameter "foo=bar" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 2: unknown parameter in rl_zone
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort foo=bar;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\] invalid parameter "foo=bar" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 3: bad rate unit
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=10x/s; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\] invalid rate "10x\/s" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 4: zero rate
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=0r/s; empty_gif; }
+--- must_die
+--- error_log
+invalid rate "0r/s"
+
+
+
+=== TEST 5: rate without a number
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=r/s; empty_gif; }
+--- must_die
+--- error_log
+invalid rate "r/s"
+
+
+
+=== TEST 6: bad timeout
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort timeout=abc;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log
+invalid timeout "abc"
+
+
+
+=== TEST 7: bad connect_timeout
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort connect_timeout=abc;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log
+invalid connect_timeout "abc"
+
+
+
+=== TEST 8: unknown zone
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=nope key=k rate=1r/s; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\] unknown rl_zone "nope" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 9: rule without key
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main rate=1r/s; empty_gif; }
+--- must_die
+--- error_log
+"rl_rule" must have "key" parameter
+
+
+
+=== TEST 10: rule without zone
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule key=k rate=1r/s; empty_gif; }
+--- must_die
+--- error_log
+"rl_rule" must have "zone" parameter
+
+
+
+=== TEST 11: rule without rate
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k; empty_gif; }
+--- must_die
+--- error_log
+"rl_rule" must have "rate" parameter
+
+
+
+=== TEST 12: duplicate zone name
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\] duplicate rl_zone "main" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 13: bad redis port
+--- http_config
+rl_zone main redis=127.0.0.1:99999;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log
+invalid port in "redis=127.0.0.1:99999"
+
+
+
+=== TEST 14: rl_status outside 400..599 (200)
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_status 200; empty_gif; }
+--- must_die
+--- error_log
+value must be between 400 and 599
+
+
+
+=== TEST 15: rl_status outside 400..599 (600)
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+rl_status 600;
+location /t { empty_gif; }
+--- must_die
+--- error_log
+value must be between 400 and 599
+
+
+
+=== TEST 16: bad failure policy
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort failure=maybe;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log
+invalid failure "maybe"
+
+
+
+=== TEST 17: bad algorithm
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=1r/s algorithm=foo; empty_gif; }
+--- must_die
+--- error_log
+invalid algorithm "foo"
+
+
+
+=== TEST 18: rl_zone is not allowed in server
+--- config
+rl_zone main redis=127.0.0.1:$RedisPort;
+location /t { empty_gif; }
+--- must_die
+--- error_log
+"rl_zone" directive is not allowed here
+
+
+
+=== TEST 19: valid: host name, unix socket, every zone parameter
+--- http_config
+rl_zone byname redis=localhost:$RedisPort;
+rl_zone bysock redis=unix:$RedisSock;
+rl_zone full redis=127.0.0.1:$RedisPort username=app password=secret db=3
+        prefix=myapp: timeout=250ms connect_timeout=2s failure=closed;
+rl_zone open redis=127.0.0.1:$RedisPort failure=open;
+rl_status 429;
+--- config
+location /t {
+    rl_rule zone=byname key=$binary_remote_addr rate=10r/s;
+    rl_rule zone=bysock key=$arg_k rate=100r/m algorithm=fixed_window;
+    rl_rule zone=full "key=$http_x_api_key:$uri" rate=5r/10s name=api;
+    rl_rule zone=open key=k rate=1000r/d algorithm=sliding_window;
+    rl_status 503;
+    empty_gif;
+}
+--- syntax_only
+--- no_error_log
+[warn]
+
+
+
+=== TEST 20: valid: a zone on a closed port passes nginx -t
+--- http_config
+rl_zone gone redis=127.0.0.1:1;
+--- config
+location /t { rl_rule zone=gone key=k rate=1r/s; empty_gif; }
+--- syntax_only
+
+
+
+=== TEST 21: a zone on a closed port starts and fails open
+--- http_config
+rl_zone gonezone redis=127.0.0.1:1 connect_timeout=200ms timeout=200ms;
+--- config
+add_header X-RL-Status $rl_status always;
+location /t { rl_rule zone=gonezone key=k rate=1r/d; empty_gif; }
+--- request eval
+["GET /t", "GET /t", "GET /t"]
+--- error_code eval
+[200, 200, 200]
+--- response_headers eval
+["X-RL-Status: ERROR", "X-RL-Status: ERROR", "X-RL-Status: ERROR"]
+--- error_log eval
+[qr/\[error\](?=.*gonezone)(?=.*redis)/i]
+
+
+
+=== TEST 22: a zone on a closed port, failure=closed
+--- http_config
+rl_zone gonezone redis=127.0.0.1:1 timeout=200ms failure=closed;
+--- config
+add_header X-RL-Status $rl_status always;
+location /t { rl_rule zone=gonezone key=k rate=1000r/d; empty_gif; }
+--- request eval
+["GET /t", "GET /t"]
+--- error_code eval
+[429, 429]
+--- response_headers eval
+["X-RL-Status: ERROR", "X-RL-Status: ERROR"]
+
+
+
+=== TEST 23: valid: rl_rule at http and server level
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+rl_rule zone=main key=$binary_remote_addr rate=100r/s;
+--- config
+rl_rule zone=main key=$arg_k rate=100r/s;
+location /t { empty_gif; }
+--- syntax_only

@@ -1,0 +1,126 @@
+# Recovery: Redis killed and restarted on the same port, scripts flushed,
+# data flushed. Meanwhile requests get the failure policy; afterwards
+# decisions resume by themselves; nothing crashes.
+
+use lib 't/lib';
+use RlTest;
+
+my $r = start_redis();
+my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
+    rl_zone recopen redis=127.0.0.1:$RedisPort timeout=300ms failure=open;
+    rl_zone recclosed redis=127.0.0.1:$RedisPort timeout=300ms
+            failure=closed;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /open {
+            rl_rule zone=recopen key=k rate=100000r/d;
+            empty_gif;
+        }
+        location /closed {
+            rl_rule zone=recclosed key=k rate=100000r/d;
+            empty_gif;
+        }
+        location /lim {
+            rl_rule zone=recopen key=$arg_k rate=3r/d algorithm=fixed_window;
+            empty_gif;
+        }
+        location /lims {
+            rl_rule zone=recopen key=$arg_k rate=3r/d
+                    algorithm=sliding_window;
+            empty_gif;
+        }
+    }
+CONF
+my $port = $ng->port;
+
+sub st { my $res = shift; "$res->{code} " . ($res->{headers}{'x-rl-status'} // '') }
+
+sub resumes {
+    my ($loc, $what) = @_;
+    my $last;
+    my $ok = wait_until(sub {
+        $last = http_get($port, $loc, -timeout => 5);
+        return st($last) eq '200 PASSED';
+    }, timeout => 5, interval => 0.1);
+    ok($ok, "$loc: decisions resume within 5s $what")
+        or diag('last answer: ' . st($last));
+}
+
+is(st(http_get($port, '/open')), '200 PASSED', 'before: /open PASSED');
+is(st(http_get($port, '/closed')), '200 PASSED', 'before: /closed PASSED');
+
+# ---------------------------------------------------------------- SIGKILL
+
+$r->kill('KILL');
+
+my ($slow_o, $slow_c) = (0, 0);
+for my $i (1 .. 10) {
+    my $o = http_get($port, '/open', -timeout => 5);
+    is(st($o), '200 ERROR', "redis dead, failure=open: 200 ERROR ($i)");
+    $slow_o++ if $o->{elapsed} > 1;
+    my $c = http_get($port, '/closed', -timeout => 5);
+    is(st($c), '429 ERROR', "redis dead, failure=closed: 429 ERROR ($i)");
+    $slow_c++ if $c->{elapsed} > 1;
+}
+is($slow_o + $slow_c, 0, 'redis dead: every answer within 1s');
+
+$r->restart;
+resumes('/open', 'after restart');
+resumes('/closed', 'after restart');
+
+# the limit works again, from an empty Redis
+my @codes = map { http_get($port, '/lim?k=after')->{code} } 1 .. 4;
+is("@codes", '200 200 200 429', 'after restart: limit counts again');
+
+# ---------------------------------------------------------------- SCRIPT FLUSH
+
+for my $loc (qw(lim lims)) {
+    $r->cli('SCRIPT', 'FLUSH');
+    my @st;
+    for my $i (1 .. 5) {
+        push @st, st(http_get($port, "/$loc?k=flush"));
+        $r->cli('SCRIPT', 'FLUSH') if $i == 2;
+    }
+    is_deeply(\@st, [ ('200 PASSED') x 3, ('429 REJECTED') x 2 ],
+              "/$loc: SCRIPT FLUSH is invisible: PASSED x3, REJECTED x2")
+        or diag(explain(\@st));
+}
+
+# every worker meets NOSCRIPT (each has its own connection)
+$r->cli('SCRIPT', 'FLUSH');
+my @many = http_parallel($port, [ map { "/open?n=$_" } 1 .. 20 ],
+                         concurrency => 10, full => 1);
+my @bad = grep { st($_) ne '200 PASSED' } @many;
+is(scalar @bad, 0, 'after SCRIPT FLUSH, 20 concurrent requests all PASSED')
+    or diag(join ', ', map { st($_) } @bad);
+
+# ---------------------------------------------------------------- FLUSHALL
+
+# (a new key: the instance's deny cache still knows k=flush is over)
+$r->cli('FLUSHALL');
+@codes = map { st(http_get($port, '/lim?k=flushall')) } 1 .. 4;
+is_deeply(\@codes, [ ('200 PASSED') x 3, '429 REJECTED' ],
+          'after FLUSHALL: PASSED x3, REJECTED, never ERROR')
+    or diag(explain(\@codes));
+
+# ---------------------------------------------------------------- second kill
+
+# a second outage is handled as the first one
+$r->kill('KILL');
+is(st(http_get($port, '/open', -timeout => 5)), '200 ERROR',
+   'second outage: 200 ERROR');
+$r->restart;
+resumes('/open', 'after the second restart');
+resumes('/closed', 'after the second restart');
+
+my $log = $ng->error_log_text;
+my @err = grep { /\[error\]/ && /recopen/ && /redis/i } split /\n/, $log;
+ok(@err >= 1, 'the outage is logged at error level with zone and redis');
+# 2 workers x 2 outages; 11 requests went to recopen while it was down
+ok(@err <= 8, 'not one error line per request (' . scalar(@err) . ')')
+    or diag(join "\n", @err[0 .. ($#err > 11 ? 11 : $#err)]);
+
+$ng->stop;
+$r->stop;
+done_testing();
