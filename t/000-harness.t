@@ -157,30 +157,51 @@ CONF
     like($ng->error_log_text, qr/\[notice\]/, 'nginx: error log readable');
 }
 
+{
+    # a reload the master refuses is reported at once
+    my $ng = start_nginx(config => <<'CONF');
+    server { listen 127.0.0.1:$ServerPort; location / { return 200 "v1"; } }
+CONF
+    my $t0 = now();
+    ok(!$ng->reload(config => <<'CONF'), 'reload with a bad config: false');
+    server { listen 127.0.0.1:$ServerPort; location / { foo_bar; } }
+CONF
+    ok(now() - $t0 < 5, 'reload with a bad config: reported quickly');
+    is(http_get($ng->port, '/')->{body}, 'v1', 'old config still serving');
+    my @bad = $ng->stop(check => 0);
+    ok(grep({ /\[emerg\].*foo_bar/ } @bad), 'stop returns the [emerg] line');
+}
+
 # ---------------------------------------------------------------- cleanup
 
-{
-    # a test script that dies with nginx and redis running leaves nothing
+# a test script that dies, or is killed, with nginx and redis running
+# leaves no process behind
+for my $end ('die "deliberate\n";', 'kill "TERM", $$; sleep 5;',
+             'kill "INT", $$; sleep 5;') {
     my $lib = repo_root() . '/t/lib';
-    my $script = <<'PERL';
+    my $script = <<'PERL' . $end . "\n";
 use RlTest;
 my $r = start_redis();
 my $ng = start_nginx(config => "server { listen 127.0.0.1:\$ServerPort; }",
                      workers => 2);
+$r->kill('STOP');
+$| = 1;
 print "PIDS ", join(' ', $r->pid, $ng->pid, $ng->worker_pids), "\n";
-die "deliberate\n";
 PERL
     my $file = RlTest::Proc::make_tempdir('script') . '/die.pl';
     open my $fh, '>', $file or die $!;
     print $fh $script;
     close $fh;
+    my $t0 = now();
     my $out = `RL_MODULE= $^X -I$lib $file 2>&1`;
     my ($pids) = $out =~ /^PIDS ([\d ]+)$/m;
-    ok($pids, 'dying script started redis and nginx') or diag($out);
+    ok($pids, "script ending with '$end' started redis and nginx")
+        or diag($out);
     my @pids = split ' ', $pids // '';
     is(scalar @pids, 4, 'redis, master, 2 workers');
-    ok(!grep({ kill 0, $_ } @pids), 'all gone after the script died')
-        or diag(`ps -o pid,ppid,cmd -p @{[join ',', @pids]}`);
+    ok(!grep({ kill 0, $_ } @pids), 'all gone after the script ended')
+        or diag(`ps -o pid,ppid,stat,cmd -p @{[join ',', @pids]}`);
+    ok(now() - $t0 < 5, 'and quickly');
 }
 
 done_testing();

@@ -16,7 +16,7 @@ rl_zone main redis=127.0.0.1:$RedisPort;
 location /t { rl_rule zone=main key=k rate=1r/s foo=bar; empty_gif; }
 --- must_die
 --- error_log eval
-[qr/\[emerg\] invalid parameter "foo=bar" in \S+nginx\.conf:\d+/]
+[qr/\[emerg\].* invalid parameter "foo=bar" in \S+nginx\.conf:\d+/]
 
 
 
@@ -27,7 +27,7 @@ rl_zone main redis=127.0.0.1:$RedisPort foo=bar;
 location /t { empty_gif; }
 --- must_die
 --- error_log eval
-[qr/\[emerg\] invalid parameter "foo=bar" in \S+nginx\.conf:\d+/]
+[qr/\[emerg\].* invalid parameter "foo=bar" in \S+nginx\.conf:\d+/]
 
 
 
@@ -38,7 +38,7 @@ rl_zone main redis=127.0.0.1:$RedisPort;
 location /t { rl_rule zone=main key=k rate=10x/s; empty_gif; }
 --- must_die
 --- error_log eval
-[qr/\[emerg\] invalid rate "10x\/s" in \S+nginx\.conf:\d+/]
+[qr/\[emerg\].* invalid rate "10x\/s" in \S+nginx\.conf:\d+/]
 
 
 
@@ -93,7 +93,7 @@ rl_zone main redis=127.0.0.1:$RedisPort;
 location /t { rl_rule zone=nope key=k rate=1r/s; empty_gif; }
 --- must_die
 --- error_log eval
-[qr/\[emerg\] unknown rl_zone "nope" in \S+nginx\.conf:\d+/]
+[qr/\[emerg\].* unknown rl_zone "nope" in \S+nginx\.conf:\d+/]
 
 
 
@@ -138,7 +138,7 @@ rl_zone main redis=127.0.0.1:$RedisPort;
 location /t { empty_gif; }
 --- must_die
 --- error_log eval
-[qr/\[emerg\] duplicate rl_zone "main" in \S+nginx\.conf:\d+/]
+[qr/\[emerg\].* duplicate rl_zone "main" in \S+nginx\.conf:\d+/]
 
 
 

@@ -30,14 +30,15 @@ my $port = $ng->port;
 my $want = $WORKERS * $ZONES;
 
 # Polls, with some traffic (a worker may connect on its first request),
-# until the ngx_rl connection count is the expected one.
+# until the ngx_rl connection count is the expected one twice in a row.
 sub settles {
-    my $n;
+    my ($n, $hits) = (0, 0);
     wait_until(sub {
         http_parallel($port, [ map { "/l?c=warm$_" } 1 .. 10 ],
                       concurrency => 10);
         $n = $r->client_count('ngx_rl');
-        return $n == $want;
+        $hits = $n == $want ? $hits + 1 : 0;
+        return $hits >= 2;
     }, timeout => 5, interval => 0.1);
     return $n;
 }

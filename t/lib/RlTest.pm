@@ -197,7 +197,7 @@ sub _word {
 
 sub _tail {
     my ($text) = @_;
-    my @l = split /\n/, $text;
+    my @l = grep { !/\[debug\]/ } split /\n/, $text;
     @l = @l[-40 .. -1] if @l > 40;
     return join "\n", @l;
 }

@@ -259,12 +259,23 @@ sub reload {
     my $timeout = delete $opt{timeout} // 10;
     $self->write_config(%opt) if %opt;
     my %old = map { $_ => 1 } $self->worker_pids;
+    my $log_size = -s $self->error_log_file // 0;
     kill 'HUP', $self->{pid} or return 0;
+    my $emerg;
     my $ok = wait_until(sub {
+        # a config the master refused: it keeps the old workers
+        if (substr($self->error_log_text, $log_size) =~ /^(.*\[emerg\].*)$/m) {
+            $emerg = $1;
+            return -1;
+        }
         return 0 if grep { pid_alive($_) } keys %old;
         my @new = grep { !$old{$_} } $self->worker_pids;
         return @new >= $self->{workers} ? 1 : 0;
     }, timeout => $timeout);
+    if ($emerg) {
+        Test::More::diag("reload of nginx $self->{port} refused: $emerg");
+        return 0;
+    }
     unless ($ok) {
         my @left = grep { pid_alive($_) } keys %old;
         Test::More::diag("reload of nginx $self->{port}: not done in "
@@ -274,33 +285,44 @@ sub reload {
     return $ok ? 1 : 0;
 }
 
+# SIGKILL the given processes that are still nginx processes (orphaned
+# workers of a master that died): only what this instance started.
+sub _kill_leftovers {
+    my (@pids) = @_;
+    for my $p (@pids) {
+        kill 'KILL', $p if pid_alive($p) && cmdline_of($p) =~ /^nginx:/;
+    }
+}
+
 sub _kill_all {
     my ($self) = @_;
     return unless $self->{pid};
-    kill_and_reap($self->{pid}, [KILL => 3], { group => 1 });
-    kill 'KILL', -$self->{pid};
+    my @kids = children_of($self->{pid});
+    kill_and_reap($self->{pid}, [KILL => 3]);
+    _kill_leftovers(@kids);
     $self->{pid} = undef;
 }
 
 # Graceful stop (QUIT 5s, TERM 3s, KILL). Unless check => 0, adds one test
-# asserting that the error log has no [alert]/[crit]/[emerg]/crash line.
-# Returns the offending lines.
+# asserting that nginx exited on QUIT and that the error log has no
+# [alert]/[crit]/[emerg]/crash line. Returns the offending lines.
 sub stop {
     my ($self, %opt) = @_;
     my $check = $opt{check} // 1;
     my $name = $opt{name} // "nginx on port $self->{port}";
+    my @stuck;
     if ($self->{pid}) {
         my $pid = $self->{pid};
-        my $ok = kill_and_reap($pid, [QUIT => 5], [TERM => 3]);
-        unless ($ok) {
-            Test::More::diag("$name did not exit on QUIT/TERM; killed")
-                if $check;
-            kill_and_reap($pid, [KILL => 3], { group => 1 });
+        my @kids = children_of($pid);
+        unless (kill_and_reap($pid, [QUIT => 5])) {
+            # graceful shutdown kept alive (a pending timer, a connection)
+            @stuck = ("nginx did not exit within 5s of SIGQUIT");
+            kill_and_reap($pid, [TERM => 3], [KILL => 3]);
         }
-        kill 'KILL', -$pid;    # orphan workers, if any
+        _kill_leftovers(@kids);
         $self->{pid} = undef;
     }
-    my @bad = bad_log_lines($self->error_log_text);
+    my @bad = (@stuck, bad_log_lines($self->error_log_text));
     if ($check) {
         Test::More::ok(!@bad, "$name: no alert/crit/emerg/crash in error log")
             or Test::More::diag(join "\n", @bad);

@@ -173,16 +173,11 @@ sub reap_pid {
 }
 
 # Send each signal in turn, waiting up to its deadline for the child to exit.
-# kill_and_reap($pid, [QUIT => 5], [TERM => 3], [KILL => 3]); pgroup too if
-# $opt{group}.
+# kill_and_reap($pid, [QUIT => 5], [TERM => 3], [KILL => 3]);
 sub kill_and_reap {
     my ($pid, @steps) = @_;
-    my %opt = ref $steps[-1] eq 'HASH' ? %{ pop @steps } : ();
     for my $step (@steps) {
         my ($sig, $timeout) = @$step;
-        if ($opt{group} && $sig eq 'KILL') {
-            kill 'KILL', -$pid;
-        }
         kill $sig, $pid;
         return 1 if reap_pid($pid, $timeout);
     }
