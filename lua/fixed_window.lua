@@ -4,6 +4,8 @@
 -- check(key, now_us, limit, window_us, burst, cost) -> state table
 --   ok, remaining, reset (us to window end), retry (us until admissible)
 -- commit(key, state): count the request; TTL ends with the window.
+-- refund(key, then_us, limit, window_us, burst, cost): uncount a request
+--   counted at then_us, if its window is still the stored one.
 
 local M = {}
 
@@ -30,6 +32,14 @@ end
 function M.commit(key, s)
     redis.call('HSET', key, 'w', s.w, 'c', s.count)
     redis.call('PEXPIRE', key, math.ceil(s.reset / 1000))
+end
+
+function M.refund(key, now, limit, window, burst, cost)
+    local w = math.floor(now / window)
+    local h = redis.call('HMGET', key, 'w', 'c')
+    if tonumber(h[1]) == w then
+        redis.call('HSET', key, 'c', math.max((tonumber(h[2]) or 0) - cost, 0))
+    end
 end
 
 return M

@@ -8,6 +8,8 @@
 --   retry (us until this request's cost would fit)
 -- commit(key, state): count the request in window w; the key lives
 --   until window w + 1 ends, when its count no longer weighs anything.
+-- refund(key, then_us, limit, window_us, burst, cost): uncount a request
+--   counted at then_us, in the current or the previous window.
 
 local M = {}
 
@@ -71,6 +73,17 @@ end
 function M.commit(key, s)
     redis.call('HSET', key, 'w', s.w, 'c', s.cur, 'p', s.prev)
     redis.call('PEXPIRE', key, math.ceil(s.ttl / 1000))
+end
+
+function M.refund(key, now, limit, window, burst, cost)
+    local w = math.floor(now / window)
+    local h = redis.call('HMGET', key, 'w', 'c', 'p')
+    local hw = tonumber(h[1])
+    if hw == w then
+        redis.call('HSET', key, 'c', math.max((tonumber(h[2]) or 0) - cost, 0))
+    elseif hw == w + 1 then
+        redis.call('HSET', key, 'p', math.max((tonumber(h[3]) or 0) - cost, 0))
+    end
 end
 
 return M

@@ -66,14 +66,19 @@ const char *rl_script_sha(void) noexcept {
     return rl::scriptSha().data();
 }
 
-size_t rl_argv_count(size_t rules) noexcept {
-    return rl::argvCount(rules);
+size_t rl_argv_count(size_t rules, int refund) noexcept {
+    return rl::argvCount(rules, refund != 0);
+}
+
+size_t rl_argv_now_index(size_t rules) noexcept {
+    return rl::argvNowIndex(rules);
 }
 
 void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
                   const char *count, size_t count_len, const char **keys,
                   const size_t *key_lens, const char *const *rule_args,
-                  const size_t *rule_arg_lens, size_t rules) noexcept {
+                  const size_t *rule_arg_lens, size_t rules,
+                  const char *now, size_t now_len) noexcept {
     std::string_view k[rl::kMaxRulesPerCall];
     rl::RuleArgs a[rl::kMaxRulesPerCall];
     for (size_t i = 0; i < rules && i < rl::kMaxRulesPerCall; i++) {
@@ -85,15 +90,19 @@ void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
     }
     rl::fillArgv(argv, argvlen, eval ? "EVAL" : "EVALSHA",
                  eval ? rl::scriptText() : rl::scriptSha(),
-                 {count, count_len}, k, a, rules);
+                 {count, count_len}, k, a, rules,
+                 now != nullptr ? std::string_view(now, now_len)
+                                : std::string_view(),
+                 now != nullptr);
 }
 
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
-                                  int *allowed, rl_outcome_t *out) noexcept {
+                                  int *allowed, rl_outcome_t *out,
+                                  int64_t *now_us) noexcept {
     bool ok = false;
     auto *o = reinterpret_cast<rl::RuleOutcome *>(out);
     switch (rl::decodeReply(static_cast<const redisReply *>(reply), rules,
-                            &ok, o)) {
+                            &ok, o, now_us)) {
     case rl::ReplyStatus::Ok:
         *allowed = ok ? 1 : 0;
         return RL_REPLY_OK;
@@ -114,4 +123,9 @@ size_t rl_binding_rule(const rl_outcome_t *o, size_t n,
 
 int64_t rl_seconds_ceil(int64_t ms) noexcept {
     return rl::secondsCeil(ms);
+}
+
+size_t rl_printable(char *out, size_t cap, const char *value,
+                    size_t len) noexcept {
+    return rl::printable(out, cap, {value, len});
 }

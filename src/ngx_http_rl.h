@@ -88,6 +88,7 @@ typedef struct {
     const char                **argv;
     size_t                     *argvlen;
     ngx_uint_t                  argc;
+    int64_t                     now_us;     /* when the script decided */
     unsigned                    done:1;
     unsigned                    error:1;
     unsigned                    allowed:1;
@@ -102,6 +103,7 @@ typedef struct ngx_http_rl_ctx_s {
     ngx_http_rl_group_t        *groups;
     ngx_uint_t                  ngroups;
     ngx_uint_t                  pending;
+    ngx_str_t                  *values;     /* key values, per rule */
     rl_outcome_t               *outcomes;   /* one per rule of lcf */
     u_char                     *decided;    /* rule has an outcome */
     ngx_uint_t                  status;     /* NGX_HTTP_RL_STATUS_* */
@@ -126,6 +128,8 @@ ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
     ngx_http_rl_group_t *group) RL_NOEXCEPT;
 void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) RL_NOEXCEPT;
 void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_link_send_only(ngx_http_rl_link_t *link,
+    ngx_uint_t argc, const char **argv, const size_t *argvlen) RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,

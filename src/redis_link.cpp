@@ -60,6 +60,7 @@ public:
 
     void connect();
     Call *send(ngx_http_rl_group_t *group);
+    bool sendOnly(int argc, const char **argv, const size_t *len);
     void timedOut();
 
     /* callbacks */
@@ -312,6 +313,15 @@ void Link::recovered() {
     }
 }
 
+/* A call nobody waits for (a refund): its reply is only read. */
+bool Link::sendOnly(int argc, const char **argv, const size_t *len) {
+    if (!usable()) {
+        return false;
+    }
+    return redisAsyncCommandArgv(ac_, nullptr, nullptr, argc, argv, len)
+           == REDIS_OK;
+}
+
 Call *Link::send(ngx_http_rl_group_t *group) {
     if (!usable()) {
         return nullptr;
@@ -503,6 +513,15 @@ ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
 
 void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) noexcept {
     reinterpret_cast<rl::Call *>(call)->group = nullptr;
+}
+
+ngx_int_t ngx_http_rl_link_send_only(ngx_http_rl_link_t *link,
+                                     ngx_uint_t argc, const char **argv,
+                                     const size_t *argvlen) noexcept {
+    return reinterpret_cast<Link *>(link)->sendOnly(
+               static_cast<int>(argc), argv, argvlen)
+           ? NGX_OK
+           : NGX_ERROR;
 }
 
 void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) noexcept {

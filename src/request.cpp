@@ -72,7 +72,7 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
     auto *argLens = static_cast<size_t *>(
         ngx_palloc(p, n * RL_ARGS_PER_RULE * sizeof(size_t)));
     auto *count = static_cast<u_char *>(ngx_pnalloc(p, NGX_INT_T_LEN));
-    g->argc = rl_argv_count(n);
+    g->argc = rl_argv_count(n, 0);
     g->argv = static_cast<const char **>(
         ngx_palloc(p, g->argc * sizeof(char *)));
     g->argvlen = static_cast<size_t *>(
@@ -104,7 +104,7 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
     }
     size_t countLen = ngx_sprintf(count, "%ui", n) - count;
     rl_argv_fill(g->argv, g->argvlen, 0, reinterpret_cast<char *>(count),
-                 countLen, keys, keyLens, args, argLens, n);
+                 countLen, keys, keyLens, args, argLens, n, nullptr, 0);
     return NGX_OK;
 }
 
@@ -144,11 +144,40 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
 void logRejection(ngx_http_rl_ctx_t *ctx) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     ngx_http_rl_rule_t *rule = &rules[ctx->binding];
+    ngx_str_t *value = &ctx->values[ctx->binding];
+    char key[64 + 3];
+    size_t len = rl_printable(key, 64, reinterpret_cast<char *>(value->data),
+                              value->len);
     ngx_log_error(NGX_LOG_ERR, ctx->r->connection->log, 0,
                   "rl: request rejected by rule \"%V\" of zone \"%V\", "
-                  "retry in %L ms",
-                  &rule->name, &rule->zone->name,
+                  "key \"%*s\", retry in %L ms",
+                  &rule->name, &rule->zone->name, len, key,
                   ctx->outcomes[ctx->binding].retry_ms);
+}
+
+/* Another zone rejected the request: give back what this one counted,
+ * so a rejected request consumes nothing in any rule. Nobody waits. */
+void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
+    ngx_http_request_t *r = ctx->r;
+    ngx_http_rl_link_t *link = linkFor(r, g->zone);
+    ngx_uint_t argc = rl_argv_count(g->nrules, 1);
+    auto **argv = static_cast<const char **>(
+        ngx_palloc(r->pool, argc * sizeof(char *)));
+    auto *argvlen = static_cast<size_t *>(
+        ngx_palloc(r->pool, argc * sizeof(size_t)));
+    auto *now = static_cast<u_char *>(ngx_pnalloc(r->pool, NGX_INT64_LEN));
+    if (link == nullptr || argv == nullptr || argvlen == nullptr ||
+        now == nullptr) {
+        return;
+    }
+    ngx_memcpy(argv, g->argv, g->argc * sizeof(char *));
+    ngx_memcpy(argvlen, g->argvlen, g->argc * sizeof(size_t));
+    size_t i = rl_argv_now_index(g->nrules);
+    argv[i] = reinterpret_cast<char *>(now);
+    argvlen[i] = ngx_sprintf(now, "%L", g->now_us) - now;
+    argv[argc - 1] = "refund";
+    argvlen[argc - 1] = 6;
+    (void) ngx_http_rl_link_send_only(link, argc, argv, argvlen);
 }
 
 /* Combines the groups' answers into the request's decision. */
@@ -180,6 +209,14 @@ void finish(ngx_http_rl_ctx_t *ctx) {
     }
 
     ctx->finished = 1;
+    if (rejected || closed) {
+        for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+            ngx_http_rl_group_t *group = &ctx->groups[g];
+            if (!group->error && group->allowed) {
+                refund(ctx, group);
+            }
+        }
+    }
     if (rejected) {
         ctx->status = NGX_HTTP_RL_STATUS_REJECTED;
         ctx->rc = ctx->lcf->status_code;
@@ -282,6 +319,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     }
     auto *values = static_cast<ngx_str_t *>(
         ngx_pcalloc(r->pool, lcf->rules->nelts * sizeof(ngx_str_t)));
+    ctx->values = values;
     if (values == nullptr || groupRules(r, ctx, values) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -324,12 +362,15 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
     ngx_http_rl_ctx_t *ctx = group->ctx;
     rl_outcome_t out[RL_MAX_RULES];
     int allowed = 0;
+    int64_t now = 0;
 
     group->call = nullptr;
     group->done = 1;
     if (reply != nullptr &&
-        rl_decode_reply(reply, group->nrules, &allowed, out) == RL_REPLY_OK) {
+        rl_decode_reply(reply, group->nrules, &allowed, out, &now)
+            == RL_REPLY_OK) {
         group->allowed = allowed ? 1 : 0;
+        group->now_us = now;
         for (ngx_uint_t k = 0; k < group->nrules; k++) {
             ctx->outcomes[group->rules[k]] = out[k];
             ctx->decided[group->rules[k]] = 1;

@@ -50,17 +50,26 @@ char *rl_state_key_write(char *out, const char *prefix, size_t prefix_len,
 const char *rl_script_text(size_t *len) RL_NOEXCEPT;
 const char *rl_script_sha(void) RL_NOEXCEPT;
 
-/* Argument vector of one call: see src/core/script.hpp. Each rule_args
- * entry points at RL_ARGS_PER_RULE (pointer, length) pairs. */
-size_t rl_argv_count(size_t rules) RL_NOEXCEPT;
+/* Argument vector of one call: see src/core/script.hpp. rule_args holds
+ * RL_ARGS_PER_RULE (pointer, length) pairs per rule. A decision has
+ * now == NULL; a refund passes the decision's time as text. */
+size_t rl_argv_count(size_t rules, int refund) RL_NOEXCEPT;
+size_t rl_argv_now_index(size_t rules) RL_NOEXCEPT;
 void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
     const char *count, size_t count_len, const char **keys,
     const size_t *key_lens, const char *const *rule_args,
-    const size_t *rule_arg_lens, size_t rules) RL_NOEXCEPT;
+    const size_t *rule_arg_lens, size_t rules, const char *now,
+    size_t now_len) RL_NOEXCEPT;
 
 /* Decodes an EVALSHA reply (a hiredis redisReply *). */
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
-    int *allowed, rl_outcome_t *out) RL_NOEXCEPT;
+    int *allowed, rl_outcome_t *out, int64_t *now_us) RL_NOEXCEPT;
+
+/* A printable form of a key value for logs: bytes outside 0x20-0x7e,
+ * '"' and '\' as \xHH, cut after `cap` bytes of output with "...".
+ * Writes at most cap + 3 bytes; returns the length written. */
+size_t rl_printable(char *out, size_t cap, const char *value,
+    size_t len) RL_NOEXCEPT;
 
 size_t rl_binding_rule(const rl_outcome_t *o, size_t n, int allowed) RL_NOEXCEPT;
 int64_t rl_seconds_ceil(int64_t ms) RL_NOEXCEPT;

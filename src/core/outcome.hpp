@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "reply.hpp"
 
@@ -16,5 +17,10 @@ size_t bindingRule(const RuleOutcome* o, size_t n, bool allowed);
 /* Whole seconds for headers, rounded up: "Retry-After: 0" would invite
  * an immediate retry that fails. */
 int64_t secondsCeil(int64_t ms);
+
+/* A key value as a log may show it: bytes outside 0x20-0x7e, '"' and
+ * backslash become \xHH; past `cap` output bytes it is cut and "..."
+ * follows. Writes at most cap + 3 bytes; returns the length. */
+size_t printable(char* out, size_t cap, std::string_view value);
 
 }  // namespace rl

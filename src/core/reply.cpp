@@ -16,7 +16,7 @@ bool isInteger(const redisReply* r) {
 }  // namespace
 
 ReplyStatus decodeReply(const redisReply* reply, size_t rules,
-                        bool* allowed, RuleOutcome* out) {
+                        bool* allowed, RuleOutcome* out, int64_t* nowUs) {
     if (reply == nullptr) {
         return ReplyStatus::Malformed;
     }
@@ -28,7 +28,7 @@ ReplyStatus decodeReply(const redisReply* reply, size_t rules,
         return ReplyStatus::Error;
     }
     if (reply->type != REDIS_REPLY_ARRAY ||
-        reply->elements != 1 + 3 * rules || reply->element == nullptr) {
+        reply->elements != 2 + 3 * rules || reply->element == nullptr) {
         return ReplyStatus::Malformed;
     }
     const redisReply* a = reply->element[0];
@@ -51,7 +51,12 @@ ReplyStatus decodeReply(const redisReply* reply, size_t rules,
     if (a->integer == 0 && !anyRetry) {
         return ReplyStatus::Malformed;
     }
+    const redisReply* t = reply->element[1 + 3 * rules];
+    if (!isInteger(t) || t->integer < 0) {
+        return ReplyStatus::Malformed;
+    }
     *allowed = a->integer == 1;
+    *nowUs = t->integer;
     return ReplyStatus::Ok;
 }
 

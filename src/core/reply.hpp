@@ -1,5 +1,6 @@
 /* Decoding the script's reply (see lua/rl.lua):
- *   { allowed, remaining_1, reset_ms_1, retry_ms_1, ..., retry_ms_n } */
+ *   { allowed, remaining_1, reset_ms_1, retry_ms_1, ..., retry_ms_n,
+ *     now_us } */
 #pragma once
 
 #include <cstddef>
@@ -22,7 +23,9 @@ enum class ReplyStatus {
     Malformed,  /* anything else: wrong type, size, negative figures */
 };
 
+/* On Ok, *allowed, out[0..rules) and *nowUs (the time the script
+ * decided at, what a refund sends back) are set. */
 ReplyStatus decodeReply(const redisReply* reply, size_t rules,
-                        bool* allowed, RuleOutcome* out);
+                        bool* allowed, RuleOutcome* out, int64_t* nowUs);
 
 }  // namespace rl

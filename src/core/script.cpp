@@ -22,7 +22,7 @@ std::string_view scriptSha() {
 void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
               std::string_view script, std::string_view count,
               const std::string_view* keys, const RuleArgs* rules,
-              size_t n) {
+              size_t n, std::string_view now, bool refund) {
     size_t i = 0;
     auto put = [&](std::string_view s) {
         argv[i] = s.data();
@@ -36,13 +36,16 @@ void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
         put(keys[k]);
     }
     put(count);
-    put(std::string_view("", 0));
+    put(now.data() != nullptr ? now : std::string_view("", 0));
     for (size_t k = 0; k < n; k++) {
         put(rules[k].algorithm);
         put(rules[k].limit);
         put(rules[k].windowUs);
         put(rules[k].burst);
         put(rules[k].cost);
+    }
+    if (refund) {
+        put("refund");
     }
 }
 

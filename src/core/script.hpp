@@ -2,9 +2,11 @@
  * vector of one EVALSHA call deciding several rules of one zone:
  *
  *   EVALSHA sha n key_1..key_n  n now  alg_1 limit_1 window_1 burst_1
- *           cost_1 ... alg_n ... cost_n
+ *           cost_1 ... alg_n ... cost_n  [refund]
  *
- * `now` is empty: the script reads Redis' TIME (tests may pass one). */
+ * To decide, `now` is empty (the script reads Redis' TIME; tests may pass
+ * one). To refund a decision (another zone rejected the request), `now`
+ * is the time that decision's reply gave, followed by "refund". */
 #pragma once
 
 #include <cstddef>
@@ -29,15 +31,19 @@ struct RuleArgs {
 inline constexpr size_t kArgsPerRule = 5;
 inline constexpr size_t kMaxRulesPerCall = 64;
 
-constexpr size_t argvCount(size_t rules) {
-    return 5 + rules + kArgsPerRule * rules;
+constexpr size_t argvCount(size_t rules, bool refund = false) {
+    return 5 + rules + kArgsPerRule * rules + (refund ? 1 : 0);
 }
 
-/* Fills argv/argvlen (argvCount(n) entries each). `count` is the text of
- * n; `command` is "EVALSHA" (with the SHA) or "EVAL" (with the text). */
+/* Index of `now` in the vector. */
+constexpr size_t argvNowIndex(size_t rules) { return 4 + rules; }
+
+/* Fills argv/argvlen (argvCount(n, refund) entries each). `count` is the
+ * text of n; `command` is "EVALSHA" (with the SHA) or "EVAL" (with the
+ * script's text); `now` is empty to decide. */
 void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
               std::string_view script, std::string_view count,
               const std::string_view* keys, const RuleArgs* rules,
-              size_t n);
+              size_t n, std::string_view now = {}, bool refund = false);
 
 }  // namespace rl
