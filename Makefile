@@ -16,6 +16,9 @@ RUN_DIR    := $(BUILD)/run
 RUN_PORT   ?= 8080
 REDIS_PORT ?= 6380
 JOBS       ?= 2
+# the compiler flags Debian builds nginx and its modules with
+NGX_CC_OPT ?= -g -O2 -fstack-protector-strong -Wformat \
+              -Werror=format-security -fPIC -Wdate-time -D_FORTIFY_SOURCE=2
 
 SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
@@ -33,8 +36,9 @@ deps:
 $(MODULE_DIR)/Makefile: config
 	@mkdir -p $(MODULE_DIR)
 	cd $(NGX_SRC) && source ./conf_flags && ./configure \
-	    "$${NGX_CONF_FLAGS[@]}" --add-dynamic-module=$(CURDIR) \
-	    --builddir=$(MODULE_DIR) > $(MODULE_DIR)/configure.log
+	    "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(NGX_CC_OPT)" \
+	    --add-dynamic-module=$(CURDIR) --builddir=$(MODULE_DIR) \
+	    > $(MODULE_DIR)/configure.log
 
 $(SCRIPT_H): $(SCRIPTS) $(MODULE_DIR)/Makefile
 	sh lua/embed.sh lua > $@
