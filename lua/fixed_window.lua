@@ -2,7 +2,8 @@
 --
 -- State (hash at the rule's key): w = window index, c = count in it.
 -- check(key, now_us, limit, window_us, burst, cost) -> state table
---   ok, remaining, reset (us to window end), retry (us until admissible)
+--   ok, left (what it admits before this request), reset (us to window
+--   end), retry (us until admissible)
 -- commit(key, state): count the request; TTL ends with the window.
 -- refund(key, then_us, limit, window_us, burst, cost): uncount a request
 --   counted at then_us, if its window is still the stored one.
@@ -25,7 +26,7 @@ function M.check(key, now, limit, window, burst, cost)
         s.count = count
         s.retry = s.reset
     end
-    s.remaining = math.max(limit - s.count, 0)
+    s.left = math.max(limit - count, 0)
     return s
 end
 

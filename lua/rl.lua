@@ -15,7 +15,8 @@
 --
 -- Reply (decide): { allowed (1 or 0), then for each rule i:
 --          remaining, reset_ms, retry_ms; then the time used, in us }
---   remaining  what the rule still admits after this request
+--   remaining  what the rule still admits after this request (counted
+--              only if the request is admitted)
 --   reset_ms   until the rule is whole again (or frees capacity if full)
 --   retry_ms   0 if the rule admits this request, else until it would
 -- A request is admitted only if every rule admits it; then every rule
@@ -68,7 +69,12 @@ for i = 1, n do
     if allowed == 1 then
         ALG[ARGV[3 + 5 * (i - 1)]].commit(KEYS[i], s)
     end
-    reply[#reply + 1] = s.remaining
+    local cost = tonumber(ARGV[3 + 5 * (i - 1) + 4])
+    if allowed == 1 then
+        reply[#reply + 1] = math.max(s.left - cost, 0)
+    else
+        reply[#reply + 1] = s.left
+    end
     reply[#reply + 1] = math.ceil(s.reset / 1000)
     reply[#reply + 1] = math.ceil(s.retry / 1000)
 end

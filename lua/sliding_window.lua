@@ -4,7 +4,8 @@
 -- State (hash at the rule's key): w = current window index,
 --   c = count in window w, p = count in window w - 1.
 -- check(key, now_us, limit, window_us, burst, cost) -> state table
---   ok, remaining, reset (us until the estimate is back to 0),
+--   ok, left (what it admits before this request), reset (us until the
+--   estimate is back to 0),
 --   retry (us until this request's cost would fit)
 -- commit(key, state): count the request in window w; the key lives
 --   until window w + 1 ends, when its count no longer weighs anything.
@@ -51,15 +52,14 @@ function M.check(key, now, limit, window, burst, cost)
     local s = { w = w, prev = prev, ttl = 2 * window - elapsed }
     local est = estimate(prev, cur, elapsed, window)
     s.ok = est + cost <= limit
+    s.left = math.max(math.floor(limit - est), 0)
     if s.ok then
         s.cur = cur + cost
         s.retry = 0
-        est = est + cost
     else
         s.cur = cur
         s.retry = retry_after(prev, cur, elapsed, window, limit, cost)
     end
-    s.remaining = math.max(math.floor(limit - est), 0)
     if s.cur > 0 then
         s.reset = 2 * window - elapsed
     elseif prev > 0 then

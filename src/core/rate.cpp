@@ -70,6 +70,9 @@ std::optional<uint64_t> parseDurationMs(std::string_view text) {
         if (unitMs >= lastUnit) {
             return std::nullopt; /* units must decrease: "1h30m" */
         }
+        if (value > (kMaxDurationMs - total) / unitMs) {
+            return std::nullopt; /* checked before it can wrap */
+        }
         lastUnit = unitMs;
         total += value * unitMs;
         if (total > kMaxDurationMs) {

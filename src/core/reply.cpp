@@ -47,8 +47,9 @@ ReplyStatus decodeReply(const redisReply* reply, size_t rules,
         out[i] = {e[0]->integer, e[1]->integer, e[2]->integer};
         anyRetry = anyRetry || out[i].retryMs > 0;
     }
-    /* A rejection names at least one rule that rejected. */
-    if (a->integer == 0 && !anyRetry) {
+    /* A rejection names at least one rule that rejected; an admission
+     * none. */
+    if ((a->integer == 0) != anyRetry) {
         return ReplyStatus::Malformed;
     }
     const redisReply* t = reply->element[1 + 3 * rules];

@@ -10,7 +10,7 @@ bool valueNeedsDigest(std::string_view value) {
     if (value.size() > kMaxPlainValue) {
         return true;
     }
-    if (!value.empty() && value[0] == '~') {
+    if (value.empty() || value[0] == '~') { /* "{}" is no hash tag */
         return true;
     }
     return value.find_first_of("{}") != std::string_view::npos;

@@ -4,8 +4,8 @@
  *
  * The braces make VALUE the hash tag, so every rule of a key value lands
  * on one Redis Cluster slot. VALUE is the key's value as is when short
- * and plain; longer than 64 bytes, or holding a brace (which would cut
- * the hash tag), or starting with '~', it becomes '~' and the 40 hex
+ * and plain; empty, longer than 64 bytes, holding a brace (which would
+ * cut the hash tag), or starting with '~', it becomes '~' and the 40 hex
  * digits of its SHA-1. RULE_ID is 16 hex digits naming the rule's state
  * (zone, name, algorithm, window, key expression; not the limit). So a
  * key is at most the prefix plus 2 + 64 + 1 + 16 = 83 bytes. */

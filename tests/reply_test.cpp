@@ -1,0 +1,292 @@
+/* Decoding the script's reply:
+ *   { allowed, remaining_1, reset_ms_1, retry_ms_1, ..., retry_ms_n,
+ *     now_us }
+ * from hiredis replies built by hand. */
+
+#include "core/reply.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using rl::ReplyStatus;
+using rl::RuleOutcome;
+
+/* Owns every reply, string and element vector it hands out. */
+class Replies {
+public:
+    redisReply* integer(long long value) {
+        redisReply* r = make(REDIS_REPLY_INTEGER);
+        r->integer = value;
+        return r;
+    }
+
+    redisReply* text(int type, std::string_view s) {
+        redisReply* r = make(type);
+        strings_.emplace_back(s);
+        r->str = strings_.back().data();
+        r->len = strings_.back().size();
+        return r;
+    }
+
+    redisReply* error(std::string_view s) {
+        return text(REDIS_REPLY_ERROR, s);
+    }
+
+    redisReply* nil() { return make(REDIS_REPLY_NIL); }
+
+    redisReply* array(std::vector<redisReply*> elements) {
+        redisReply* r = make(REDIS_REPLY_ARRAY);
+        arrays_.push_back(std::move(elements));
+        r->elements = arrays_.back().size();
+        r->element = arrays_.back().empty() ? nullptr : arrays_.back().data();
+        return r;
+    }
+
+    redisReply* integers(std::initializer_list<long long> values) {
+        std::vector<redisReply*> elements;
+        for (long long v : values) {
+            elements.push_back(integer(v));
+        }
+        return array(std::move(elements));
+    }
+
+private:
+    redisReply* make(int type) {
+        replies_.emplace_back();
+        replies_.back().type = type;
+        return &replies_.back();
+    }
+
+    std::deque<redisReply> replies_;
+    std::deque<std::string> strings_;
+    std::deque<std::vector<redisReply*>> arrays_;
+};
+
+const char* name(ReplyStatus s) {
+    switch (s) {
+    case ReplyStatus::Ok:
+        return "Ok";
+    case ReplyStatus::NoScript:
+        return "NoScript";
+    case ReplyStatus::Error:
+        return "Error";
+    case ReplyStatus::Malformed:
+        return "Malformed";
+    }
+    return "?";
+}
+
+}  // namespace
+
+namespace rl {
+void PrintTo(ReplyStatus s, std::ostream* os) { *os << name(s); }
+}  // namespace rl
+
+namespace {
+
+constexpr long long kNow = 1700000000123456LL;
+
+class Reply : public testing::Test {
+protected:
+    static constexpr size_t kMaxRules = 8;
+
+    ReplyStatus decode(const redisReply* reply, size_t rules) {
+        for (RuleOutcome& o : out_) {
+            o = {-7, -7, -7};
+        }
+        nowUs_ = -7;
+        return rl::decodeReply(reply, rules, &allowed_, out_, &nowUs_);
+    }
+
+    Replies r_;
+    bool allowed_ = false;
+    RuleOutcome out_[kMaxRules];
+    int64_t nowUs_ = -7;
+};
+
+void expectOutcome(const RuleOutcome& o, int64_t remaining, int64_t reset,
+                   int64_t retry) {
+    EXPECT_EQ(o.remaining, remaining);
+    EXPECT_EQ(o.resetMs, reset);
+    EXPECT_EQ(o.retryMs, retry);
+}
+
+TEST_F(Reply, AllowedOneRule) {
+    allowed_ = false;
+    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, kNow}), 1), ReplyStatus::Ok);
+    EXPECT_TRUE(allowed_);
+    expectOutcome(out_[0], 9, 1000, 0);
+    EXPECT_EQ(nowUs_, kNow);
+}
+
+TEST_F(Reply, AllowedThreeRules) {
+    allowed_ = false;
+    ASSERT_EQ(
+        decode(r_.integers({1, 9, 1000, 0, 0, 60000, 0, 99, 1, 0, kNow}), 3),
+        ReplyStatus::Ok);
+    EXPECT_TRUE(allowed_);
+    EXPECT_EQ(nowUs_, kNow);
+    expectOutcome(out_[0], 9, 1000, 0);
+    expectOutcome(out_[1], 0, 60000, 0);
+    expectOutcome(out_[2], 99, 1, 0);
+}
+
+TEST_F(Reply, RejectedByOneOfTwoRules) {
+    allowed_ = true;
+    ASSERT_EQ(decode(r_.integers({0, 4, 700, 0, 0, 59000, 1500, kNow}), 2),
+              ReplyStatus::Ok);
+    EXPECT_FALSE(allowed_);
+    EXPECT_EQ(nowUs_, kNow);
+    expectOutcome(out_[0], 4, 700, 0);
+    expectOutcome(out_[1], 0, 59000, 1500);
+}
+
+/* The largest figure a valid rule gives: twice a 366-day window. */
+TEST_F(Reply, LargestLegitimateFiguresDecode) {
+    const long long ms = 2LL * 366 * 86400 * 1000;
+    ASSERT_EQ(decode(r_.integers({0, 1000000000, ms, ms, kNow}), 1),
+              ReplyStatus::Ok);
+    EXPECT_FALSE(allowed_);
+    expectOutcome(out_[0], 1000000000, ms, ms);
+}
+
+TEST_F(Reply, NoScript) {
+    EXPECT_EQ(decode(r_.error("NOSCRIPT No matching script. Please use EVAL."),
+                     1),
+              ReplyStatus::NoScript);
+    EXPECT_EQ(decode(r_.error("NOSCRIPT"), 2), ReplyStatus::NoScript);
+}
+
+TEST_F(Reply, OtherErrors) {
+    for (const char* e :
+         {"ERR rl: unknown algorithm token_bucket",
+          "OOM command not allowed when used memory > 'maxmemory'.",
+          "BUSY Redis is busy running a script.",
+          "ERR Error running script (call to f_1234): @user_script:1",
+          "NOSCRIP", "noscript No matching script", " NOSCRIPT", ""}) {
+        EXPECT_EQ(decode(r_.error(e), 1), ReplyStatus::Error)
+            << '"' << e << '"';
+    }
+}
+
+TEST_F(Reply, ErrorWithoutText) {
+    redisReply* e = r_.nil();
+    e->type = REDIS_REPLY_ERROR;
+    EXPECT_EQ(decode(e, 1), ReplyStatus::Error);
+}
+
+TEST_F(Reply, NullIsMalformed) {
+    EXPECT_EQ(decode(nullptr, 1), ReplyStatus::Malformed);
+}
+
+TEST_F(Reply, WrongTypesAreMalformed) {
+    EXPECT_EQ(decode(r_.text(REDIS_REPLY_STRING, "1"), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.nil(), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.text(REDIS_REPLY_STATUS, "OK"), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integer(1), 1), ReplyStatus::Malformed);
+}
+
+TEST_F(Reply, WrongElementCountIsMalformed) {
+    EXPECT_EQ(decode(r_.integers({}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, kNow}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, kNow, 5}), 1),
+              ReplyStatus::Malformed);
+    /* Without the time (the reply of the first script version). */
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0}), 1), ReplyStatus::Malformed);
+    /* One rule's worth for a two-rule call, and the reverse. */
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, kNow}), 2),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 9, 1000, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+}
+
+TEST_F(Reply, MissingElementVectorIsMalformed) {
+    redisReply* a = r_.integers({1, 9, 1000, 0, kNow});
+    a->element = nullptr;
+    EXPECT_EQ(decode(a, 1), ReplyStatus::Malformed);
+}
+
+TEST_F(Reply, NonIntegerElementsAreMalformed) {
+    for (size_t i = 0; i < 5; i++) {
+        for (redisReply* bad : {r_.text(REDIS_REPLY_STRING, "1"), r_.nil(),
+                                r_.text(REDIS_REPLY_STATUS, "OK"),
+                                r_.error("ERR x"), r_.integers({1}),
+                                static_cast<redisReply*>(nullptr)}) {
+            std::vector<redisReply*> e = {r_.integer(0), r_.integer(0),
+                                          r_.integer(1000), r_.integer(1000),
+                                          r_.integer(kNow)};
+            e[i] = bad;
+            EXPECT_EQ(decode(r_.array(e), 1), ReplyStatus::Malformed)
+                << "element " << i << " of type "
+                << (bad == nullptr ? -1 : bad->type);
+        }
+    }
+}
+
+TEST_F(Reply, NegativeFiguresAreMalformed) {
+    EXPECT_EQ(decode(r_.integers({1, -1, 1000, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 9, -1, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({0, 0, 1000, -1000, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 9, 1000, -1, kNow}), 2),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, LLONG_MIN, 1000, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, -1}), 1),
+              ReplyStatus::Malformed);
+}
+
+/* The time is microseconds since the epoch, sent back with a refund. */
+TEST_F(Reply, TimeIsPassedThrough) {
+    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, 0}), 1), ReplyStatus::Ok);
+    EXPECT_EQ(nowUs_, 0);
+    const long long later = 4102444800LL * 1000000; /* 2100-01-01 */
+    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, later}), 1),
+              ReplyStatus::Ok);
+    EXPECT_EQ(nowUs_, later);
+}
+
+TEST_F(Reply, AllowedFlagMustBeZeroOrOne) {
+    for (long long flag : {2LL, -1LL, 100LL, LLONG_MAX}) {
+        EXPECT_EQ(decode(r_.integers({flag, 9, 1000, 0, kNow}), 1),
+                  ReplyStatus::Malformed)
+            << "allowed " << flag;
+    }
+}
+
+/* A rejection must name a rule that rejected (retry > 0). */
+TEST_F(Reply, RejectionWithoutARetryIsMalformed) {
+    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 0, 3, 50, 0, kNow}), 2),
+              ReplyStatus::Malformed);
+}
+
+/* An admission names no rule that rejected. */
+TEST_F(Reply, AdmissionWithARetryIsMalformed) {
+    EXPECT_EQ(decode(r_.integers({1, 0, 1000, 50, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 2, 1000, 0, 3, 50, 7, kNow}), 2),
+              ReplyStatus::Malformed);
+}
+
+}  // namespace
