@@ -4,7 +4,7 @@
 # file, then the driver rl.lua. The SHA1 is computed by the module.
 set -e
 dir=$1
-algs="fixed_window sliding_window"
+algs="fixed_window sliding_window sliding_log token_bucket leaky_bucket gcra"
 
 line() {
     printf '    "%s\\n" \\\n' "$1"

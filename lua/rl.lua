@@ -8,19 +8,30 @@
 -- ARGV[1]   number of rules n
 -- ARGV[2]   time in microseconds, or "" to read Redis' TIME (a decision
 --           never sends one but in tests; a refund sends its decision's)
--- ARGV[3 + 5 * (i - 1) ...]  rule i: algorithm, limit, window_us, burst, cost
--- ARGV[3 + 5 * n]  absent to decide; "refund" to give back what the
+-- ARGV[3 + 6 * (i - 1) ...]  rule i, decimal: algorithm, limit N,
+--           window_us W, burst B, cost C, delay D (see src/core/script.hpp)
+-- ARGV[3 + 6 * n]  absent to decide; "refund" to give back what the
 --           decision made at time ARGV[2] counted (when another zone
 --           rejected the request)
 --
 -- Reply (decide): { allowed (1 or 0), then for each rule i:
---          remaining, reset_ms, retry_ms; then the time used, in us }
+--          remaining, reset_us, retry_us, delay_us; then the time used,
+--          in us }
 --   remaining  what the rule still admits after this request (counted
 --              only if the request is admitted)
---   reset_ms   until the rule is whole again (or frees capacity if full)
---   retry_ms   0 if the rule admits this request, else until it would
+--   reset_us   until the rule is whole again (or frees capacity if full)
+--   retry_us   0 if the rule admits this request, else until it would
+--   delay_us   admitted and shaped by delay=: wait before serving, else 0
 -- A request is admitted only if every rule admits it; then every rule
--- counts it, otherwise none does.
+-- counts it, otherwise none does (a rejection writes nothing).
+--
+-- Every key written expires when its state decides as a fresh one
+-- would (src/core/algorithm.hpp idleAtUs), in ms rounded up, plus 1 ms:
+-- Redis expires keys on a millisecond clock, and before 7.2 a PEXPIRE of
+-- 1 may even delete the key at once when a millisecond ticks meanwhile
+-- (redis/redis#10300).
+-- Numbers going into keys, members, fields or scores are written with
+-- '%.0f': tostring keeps 14 digits, a time in us has 16.
 -- Reply (refund): 1
 
 local n = tonumber(ARGV[1])
@@ -32,53 +43,63 @@ else
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-if ARGV[3 + 5 * n] == 'refund' then
+local rules = {}
+for i = 1, n do
+    local a = 3 + 6 * (i - 1)
+    local r = { alg = ALG[ARGV[a]], name = ARGV[a],
+                limit = tonumber(ARGV[a + 1]), window = tonumber(ARGV[a + 2]),
+                burst = tonumber(ARGV[a + 3]), cost = tonumber(ARGV[a + 4]),
+                delay = tonumber(ARGV[a + 5]) }
+    if r.alg == nil then
+        return redis.error_reply('ERR rl: unknown algorithm ' .. ARGV[a])
+    end
+    if not (r.limit and r.window and r.burst and r.cost and r.delay)
+            or r.limit < 1 or r.window < 1 or r.burst < 0 or r.cost < 0
+            or r.delay < 0 then
+        return redis.error_reply('ERR rl: bad arguments for rule ' .. i)
+    end
+    rules[i] = r
+end
+
+if ARGV[3 + 6 * n] == 'refund' then
     for i = 1, n do
-        local a = 3 + 5 * (i - 1)
-        local alg = ALG[ARGV[a]]
-        if alg ~= nil then
-            alg.refund(KEYS[i], now, tonumber(ARGV[a + 1]),
-                       tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
-                       tonumber(ARGV[a + 4]))
-        end
+        local r = rules[i]
+        r.alg.refund(KEYS[i], now, r.limit, r.window, r.burst, r.cost,
+                     r.delay)
     end
     return 1
 end
 
 local states = {}
 local allowed = 1
-local reply = { 0 }
-
 for i = 1, n do
-    local a = 3 + 5 * (i - 1)
-    local alg = ALG[ARGV[a]]
-    if alg == nil then
-        return redis.error_reply('ERR rl: unknown algorithm ' .. ARGV[a])
-    end
-    local s = alg.check(KEYS[i], now, tonumber(ARGV[a + 1]),
-                        tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
-                        tonumber(ARGV[a + 4]))
+    local r = rules[i]
+    local s = r.alg.check(KEYS[i], now, r.limit, r.window, r.burst, r.cost,
+                          r.delay)
     states[i] = s
     if not s.ok then
         allowed = 0
     end
 end
 
+local reply = { allowed }
 for i = 1, n do
     local s = states[i]
+    local cost = rules[i].cost
     if allowed == 1 then
-        ALG[ARGV[3 + 5 * (i - 1)]].commit(KEYS[i], s)
-    end
-    local cost = tonumber(ARGV[3 + 5 * (i - 1) + 4])
-    if allowed == 1 then
+        if cost > 0 then
+            rules[i].alg.commit(KEYS[i], s)
+        end
         reply[#reply + 1] = math.max(s.left - cost, 0)
+        reply[#reply + 1] = s.reset
+        reply[#reply + 1] = s.retry
+        reply[#reply + 1] = s.delay
     else
         reply[#reply + 1] = s.left
+        reply[#reply + 1] = s.reset
+        reply[#reply + 1] = s.retry
+        reply[#reply + 1] = 0
     end
-    reply[#reply + 1] = math.ceil(s.reset / 1000)
-    reply[#reply + 1] = math.ceil(s.retry / 1000)
 end
-
-reply[1] = allowed
 reply[#reply + 1] = now
 return reply

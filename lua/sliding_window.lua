@@ -1,16 +1,23 @@
 -- sliding_window.lua: current window's count plus the previous window's,
 -- weighted by how much of it still overlaps the sliding window.
 --
--- State (hash at the rule's key): w = current window index,
---   c = count in window w, p = count in window w - 1.
--- check(key, now_us, limit, window_us, burst, cost) -> state table
---   ok, left (what it admits before this request), reset (us until the
---   estimate is back to 0),
---   retry (us until this request's cost would fit)
+-- KEYS: the rule's state key. ARGV: limit N, window_us W, cost C
+-- (burst, delay unused).
+-- State (hash): w = current window index, c = count in window w,
+--   p = count in window w - 1. A stored window later than now's (the
+--   clock went back) is taken as the current one, at its start.
+-- check(key, now_us, limit, window_us, burst, cost, delay) -> state:
+--   est    p * (W - elapsed) / W + c, in doubles (src/core/algorithm.cpp
+--          computes it in the same order, so both round alike)
+--   ok     est + C <= N
+--   left   floor(N - est)
+--   reset  us until the estimate is back to 0
+--   retry  0 if ok, else until this request's cost would fit
+--   delay  0
 -- commit(key, state): count the request in window w; the key lives
 --   until window w + 1 ends, when its count no longer weighs anything.
--- refund(key, then_us, limit, window_us, burst, cost): uncount a request
---   counted at then_us, in the current or the previous window.
+-- refund(key, then_us, ...): uncount a request counted at then_us, in
+--   the current or the previous window.
 
 local M = {}
 
@@ -37,11 +44,17 @@ local function retry_after(prev, cur, elapsed, window, limit, cost)
     return window - elapsed + math.max(math.ceil(t), 0)
 end
 
-function M.check(key, now, limit, window, burst, cost)
+function M.check(key, now, limit, window, burst, cost, delay)
     local w = math.floor(now / window)
     local elapsed = now - w * window
+    local back = 0
     local h = redis.call('HMGET', key, 'w', 'c', 'p')
     local hw = tonumber(h[1])
+    if hw ~= nil and hw > w then
+        back = hw * window - now
+        w = hw
+        elapsed = 0
+    end
     local cur, prev = 0, 0
     if hw == w then
         cur = tonumber(h[2]) or 0
@@ -49,7 +62,8 @@ function M.check(key, now, limit, window, burst, cost)
     elseif hw == w - 1 then
         prev = tonumber(h[2]) or 0
     end
-    local s = { w = w, prev = prev, ttl = 2 * window - elapsed }
+    local s = { w = w, prev = prev, ttl = 2 * window - elapsed + back,
+                delay = 0 }
     local est = estimate(prev, cur, elapsed, window)
     s.ok = est + cost <= limit
     s.left = math.max(math.floor(limit - est), 0)
@@ -58,12 +72,12 @@ function M.check(key, now, limit, window, burst, cost)
         s.retry = 0
     else
         s.cur = cur
-        s.retry = retry_after(prev, cur, elapsed, window, limit, cost)
+        s.retry = retry_after(prev, cur, elapsed, window, limit, cost) + back
     end
     if s.cur > 0 then
-        s.reset = 2 * window - elapsed
+        s.reset = 2 * window - elapsed + back
     elseif prev > 0 then
-        s.reset = window - elapsed
+        s.reset = window - elapsed + back
     else
         s.reset = 0
     end
@@ -71,11 +85,13 @@ function M.check(key, now, limit, window, burst, cost)
 end
 
 function M.commit(key, s)
-    redis.call('HSET', key, 'w', s.w, 'c', s.cur, 'p', s.prev)
-    redis.call('PEXPIRE', key, math.ceil(s.ttl / 1000))
+    redis.call('HSET', key, 'w', string.format('%.0f', s.w),
+               'c', string.format('%.0f', s.cur),
+               'p', string.format('%.0f', s.prev))
+    redis.call('PEXPIRE', key, math.ceil(s.ttl / 1000) + 1)
 end
 
-function M.refund(key, now, limit, window, burst, cost)
+function M.refund(key, now, limit, window, burst, cost, delay)
     local w = math.floor(now / window)
     local h = redis.call('HMGET', key, 'w', 'c', 'p')
     local hw = tonumber(h[1])

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/algorithm.hpp"
 #include "core/outcome.hpp"
 #include "core/rate.hpp"
 #include "core/reply.hpp"
@@ -57,6 +58,37 @@ char *rl_state_key_write(char *out, const char *prefix, size_t prefix_len,
                              {rule_id, rl::kRuleIdLen});
 }
 
+int rl_algorithm_from_name(const char *name, size_t len) noexcept {
+    auto a = rl::algorithmFromName({name, len});
+    return a ? static_cast<int>(*a) : -1;
+}
+
+const char *rl_algorithm_name(int algorithm, size_t *len) noexcept {
+    std::string_view n = rl::algorithmName(static_cast<rl::Algorithm>(algorithm));
+    *len = n.size();
+    return n.data();
+}
+
+int rl_algorithm_takes_burst(int algorithm) noexcept {
+    return rl::takesBurst(static_cast<rl::Algorithm>(algorithm)) ? 1 : 0;
+}
+
+int rl_algorithm_takes_delay(int algorithm) noexcept {
+    return rl::takesDelay(static_cast<rl::Algorithm>(algorithm)) ? 1 : 0;
+}
+
+uint64_t rl_algorithm_default_burst(int algorithm, uint64_t limit) noexcept {
+    return rl::defaultBurst(static_cast<rl::Algorithm>(algorithm), limit);
+}
+
+int rl_algorithm_exact(int algorithm, uint64_t limit, uint64_t window_us,
+                       uint64_t burst, uint64_t delay,
+                       uint64_t max_cost) noexcept {
+    rl::Params p{static_cast<rl::Algorithm>(algorithm), limit, window_us,
+                 burst, delay};
+    return rl::exactArithmetic(p, max_cost) ? 1 : 0;
+}
+
 const char *rl_script_text(size_t *len) noexcept {
     *len = rl::scriptText().size();
     return rl::scriptText().data();
@@ -86,7 +118,7 @@ void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
         const char *const *s = rule_args + i * rl::kArgsPerRule;
         const size_t *l = rule_arg_lens + i * rl::kArgsPerRule;
         a[i] = {{s[0], l[0]}, {s[1], l[1]}, {s[2], l[2]}, {s[3], l[3]},
-                {s[4], l[4]}};
+                {s[4], l[4]}, {s[5], l[5]}};
     }
     rl::fillArgv(argv, argvlen, eval ? "EVAL" : "EVALSHA",
                  eval ? rl::scriptText() : rl::scriptSha(),

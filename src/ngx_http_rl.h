@@ -16,16 +16,15 @@
 #define NGX_HTTP_RL_FAILURE_OPEN        0
 #define NGX_HTTP_RL_FAILURE_CLOSED      1
 
-#define NGX_HTTP_RL_FIXED_WINDOW        0
-#define NGX_HTTP_RL_SLIDING_WINDOW      1
-
 /* $rl_status */
 #define NGX_HTTP_RL_STATUS_NONE         0
 #define NGX_HTTP_RL_STATUS_PASSED       1
 #define NGX_HTTP_RL_STATUS_REJECTED     2
 #define NGX_HTTP_RL_STATUS_ERROR        3
+#define NGX_HTTP_RL_STATUS_DELAYED      4
 
 #define NGX_HTTP_RL_CLIENT_NAME         "ngx_rl"
+#define NGX_HTTP_RL_MAX_COST            1000000
 
 
 typedef struct ngx_http_rl_link_s  ngx_http_rl_link_t;
@@ -46,6 +45,10 @@ typedef struct {
     ngx_uint_t                  failure;
     ngx_uint_t                  index;
     ngx_uint_t                  declared;   /* 0: only referenced so far */
+    ngx_shm_zone_t             *shm_zone;   /* the embedded store */
+    size_t                      size;
+    void                       *sh;         /* its shared tree and queue */
+    ngx_slab_pool_t            *shpool;
     u_char                     *file;       /* first reference */
     ngx_uint_t                  line;
 } ngx_http_rl_zone_t;
@@ -55,9 +58,13 @@ typedef struct {
     ngx_http_rl_zone_t         *zone;
     ngx_http_complex_value_t    key;
     ngx_str_t                   name;
-    ngx_uint_t                  algorithm;
+    ngx_uint_t                  algorithm;  /* rl::Algorithm */
     uint64_t                    limit;
     uint64_t                    window_us;
+    uint64_t                    burst;      /* effective */
+    uint64_t                    delay;      /* effective */
+    uint64_t                    cost;       /* when constant */
+    ngx_http_complex_value_t   *cost_cv;    /* cost=$variable */
     char                        id[RL_RULE_ID_LEN];
     const char                 *args[RL_ARGS_PER_RULE];
     size_t                      arg_lens[RL_ARGS_PER_RULE];
@@ -104,12 +111,15 @@ typedef struct ngx_http_rl_ctx_s {
     ngx_uint_t                  ngroups;
     ngx_uint_t                  pending;
     ngx_str_t                  *values;     /* key values, per rule */
+    uint64_t                   *costs;      /* costs, per rule */
+    ngx_msec_t                  delay;      /* shaping (DELAYED) */
     rl_outcome_t               *outcomes;   /* one per rule of lcf */
     u_char                     *decided;    /* rule has an outcome */
     ngx_uint_t                  status;     /* NGX_HTTP_RL_STATUS_* */
     ngx_int_t                   rc;         /* NGX_DECLINED or status */
     ngx_int_t                   binding;    /* rule index, or -1 */
     unsigned                    waiting:1;
+    unsigned                    delaying:1;
     unsigned                    resumed:1;
     unsigned                    finished:1;
     unsigned                    headers_done:1;
@@ -130,6 +140,12 @@ void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) RL_NOEXCEPT;
 void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_link_send_only(ngx_http_rl_link_t *link,
     ngx_uint_t argc, const char **argv, const size_t *argvlen) RL_NOEXCEPT;
+
+/* shm_store.cpp: the embedded store in shared memory */
+ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+    RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *group) RL_NOEXCEPT;
+void ngx_http_rl_shm_refund(ngx_http_rl_group_t *group) RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,

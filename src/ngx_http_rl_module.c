@@ -15,13 +15,19 @@
 #define NGX_HTTP_RL_DEFAULT_TIMEOUT          100
 #define NGX_HTTP_RL_DEFAULT_CONNECT_TIMEOUT  1000
 #define NGX_HTTP_RL_DEFAULT_PORT             6379
+#define NGX_HTTP_RL_DEFAULT_SIZE             (10 * 1024 * 1024)
 
 
+/* What rl_rule read, before it is checked as a whole. */
 typedef struct {
-    ngx_str_t                   name;
-    ngx_uint_t                  value;
-    ngx_uint_t                  implemented;
-} ngx_http_rl_algorithm_t;
+    ngx_str_t                   rate;
+    ngx_str_t                   algorithm;
+    ngx_int_t                   burst;      /* -1: not given */
+    ngx_int_t                   delay;      /* -1: not given */
+    ngx_uint_t                  nodelay;
+    ngx_str_t                   burst_text;
+    ngx_str_t                   delay_text;
+} ngx_http_rl_rule_args_t;
 
 
 static ngx_int_t ngx_http_rl_handler(ngx_http_request_t *r);
@@ -45,29 +51,24 @@ static char *ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
 static char *ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
+static char *ngx_http_rl_zone_embedded(ngx_conf_t *cf, ngx_http_rl_zone_t *z);
 static char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
-    ngx_str_t *value, ngx_str_t *rate, ngx_str_t *algorithm);
+    ngx_str_t *value, ngx_http_rl_rule_args_t *ra);
+static char *ngx_http_rl_rule_cost(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value);
 static char *ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
-    ngx_str_t *rate, ngx_str_t *algorithm);
+    ngx_http_rl_rule_args_t *ra);
+static char *ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra);
+static char *ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
 static ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf,
     ngx_str_t *name);
 static ngx_int_t ngx_http_rl_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_rl_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_rl_init_process(ngx_cycle_t *cycle);
 static void ngx_http_rl_exit_process(ngx_cycle_t *cycle);
-
-
-static ngx_http_rl_algorithm_t  ngx_http_rl_algorithms[] = {
-    { ngx_string("fixed_window"), NGX_HTTP_RL_FIXED_WINDOW, 1 },
-    { ngx_string("sliding_window"), NGX_HTTP_RL_SLIDING_WINDOW, 1 },
-    { ngx_string("sliding_log"), 0, 0 },
-    { ngx_string("token_bucket"), 0, 0 },
-    { ngx_string("leaky_bucket"), 0, 0 },
-    { ngx_string("gcra"), 0, 0 },
-    { ngx_null_string, 0, 0 }
-};
 
 
 static ngx_conf_num_bounds_t  ngx_http_rl_status_bounds = {
@@ -158,7 +159,8 @@ static ngx_str_t  ngx_http_rl_status_text[] = {
     ngx_string(""),
     ngx_string("PASSED"),
     ngx_string("REJECTED"),
-    ngx_string("ERROR")
+    ngx_string("ERROR"),
+    ngx_string("DELAYED")
 };
 
 
@@ -473,9 +475,12 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     if (z->addr.len == 0) {
+        return ngx_http_rl_zone_embedded(cf, z);
+    }
+
+    if (z->size) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"rl_zone\" must have \"redis\" parameter "
-                           "(this version has no embedded store)");
+                           "\"size\" is for a zone without \"redis\"");
         return NGX_CONF_ERROR;
     }
 
@@ -579,6 +584,22 @@ ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
         return NGX_CONF_OK;
     }
 
+    if (ngx_strncmp(value->data, "size=", 5) == 0) {
+        s.data = value->data + 5;
+        s.len = value->len - 5;
+
+        n = ngx_parse_size(&s);
+
+        if (n == NGX_ERROR || n < (ngx_int_t) (8 * ngx_pagesize)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid size \"%V\"", &s);
+            return NGX_CONF_ERROR;
+        }
+
+        z->size = (size_t) n;
+        return NGX_CONF_OK;
+    }
+
     if (ngx_strncmp(value->data, "cluster=", 8) == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"%V\": Redis Cluster is not supported "
@@ -589,6 +610,38 @@ ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid parameter \"%V\"", value);
     return NGX_CONF_ERROR;
+}
+
+
+/* Without redis=: the embedded store, in shared memory. */
+
+static char *
+ngx_http_rl_zone_embedded(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
+{
+    ngx_str_t  name;
+
+    if (z->size == 0) {
+        z->size = NGX_HTTP_RL_DEFAULT_SIZE;
+    }
+
+    name.len = sizeof("rl_zone:") - 1 + z->name.len;
+    name.data = ngx_pnalloc(cf->pool, name.len);
+    if (name.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_sprintf(name.data, "rl_zone:%V", &z->name);
+
+    z->shm_zone = ngx_shared_memory_add(cf, &name, z->size,
+                                        &ngx_http_rl_module);
+    if (z->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    z->shm_zone->init = ngx_http_rl_shm_init_zone;
+    z->shm_zone->data = z;
+
+    return NGX_CONF_OK;
 }
 
 
@@ -656,10 +709,11 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_rl_loc_conf_t *lcf = conf;
 
-    char                *rv;
-    ngx_str_t           *value, rate, algorithm;
-    ngx_uint_t           i;
-    ngx_http_rl_rule_t  *rule;
+    char                     *rv;
+    ngx_str_t                *value;
+    ngx_uint_t                i;
+    ngx_http_rl_rule_t       *rule;
+    ngx_http_rl_rule_args_t   ra;
 
     if (lcf->rules == NULL) {
         lcf->rules = ngx_array_create(cf->pool, 2,
@@ -682,8 +736,11 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     ngx_memzero(rule, sizeof(ngx_http_rl_rule_t));
-    ngx_str_null(&rate);
-    ngx_str_set(&algorithm, "sliding_window");
+    ngx_memzero(&ra, sizeof(ngx_http_rl_rule_args_t));
+    ngx_str_set(&ra.algorithm, "sliding_window");
+    ra.burst = -1;
+    ra.delay = -1;
+    rule->cost = 1;
 
     rule->file = cf->conf_file->file.name.data;
     rule->line = cf->conf_file->line;
@@ -691,19 +748,19 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
 
     for (i = 1; i < cf->args->nelts; i++) {
-        rv = ngx_http_rl_rule_param(cf, rule, &value[i], &rate, &algorithm);
+        rv = ngx_http_rl_rule_param(cf, rule, &value[i], &ra);
         if (rv != NGX_CONF_OK) {
             return rv;
         }
     }
 
-    return ngx_http_rl_rule_finish(cf, rule, &rate, &algorithm);
+    return ngx_http_rl_rule_finish(cf, rule, &ra);
 }
 
 
 static char *
 ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
-    ngx_str_t *value, ngx_str_t *rate, ngx_str_t *algorithm)
+    ngx_str_t *value, ngx_http_rl_rule_args_t *ra)
 {
     ngx_str_t                          s;
     ngx_http_compile_complex_value_t   ccv;
@@ -744,14 +801,14 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     }
 
     if (ngx_strncmp(value->data, "rate=", 5) == 0) {
-        rate->data = value->data + 5;
-        rate->len = value->len - 5;
+        ra->rate.data = value->data + 5;
+        ra->rate.len = value->len - 5;
         return NGX_CONF_OK;
     }
 
     if (ngx_strncmp(value->data, "algorithm=", 10) == 0) {
-        algorithm->data = value->data + 10;
-        algorithm->len = value->len - 10;
+        ra->algorithm.data = value->data + 10;
+        ra->algorithm.len = value->len - 10;
         return NGX_CONF_OK;
     }
 
@@ -768,6 +825,41 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_OK;
     }
 
+    if (ngx_strncmp(value->data, "burst=", 6) == 0) {
+        ra->burst_text = *value;
+        ra->burst = ngx_atoi(value->data + 6, value->len - 6);
+
+        if (ra->burst == NGX_ERROR || ra->burst > 1000000000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid burst value \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "delay=", 6) == 0) {
+        ra->delay_text = *value;
+        ra->delay = ngx_atoi(value->data + 6, value->len - 6);
+
+        if (ra->delay == NGX_ERROR || ra->delay > 1000000000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid delay value \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (value->len == 7 && ngx_strncmp(value->data, "nodelay", 7) == 0) {
+        ra->nodelay = 1;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "cost=", 5) == 0) {
+        return ngx_http_rl_rule_cost(cf, rule, value);
+    }
+
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid parameter \"%V\"", value);
     return NGX_CONF_ERROR;
@@ -775,12 +867,56 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 
 
 static char *
-ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
-    ngx_str_t *rate, ngx_str_t *algorithm)
+ngx_http_rl_rule_cost(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value)
 {
-    u_char                   *p;
-    ngx_uint_t                i;
-    ngx_http_rl_algorithm_t  *a;
+    ngx_int_t                          n;
+    ngx_str_t                          s;
+    ngx_http_compile_complex_value_t   ccv;
+
+    s.data = value->data + 5;
+    s.len = value->len - 5;
+
+    if (ngx_http_script_variables_count(&s) == 0) {
+        n = ngx_atoi(s.data, s.len);
+
+        if (n < 1 || n > NGX_HTTP_RL_MAX_COST) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid cost value \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        rule->cost = (uint64_t) n;
+        return NGX_CONF_OK;
+    }
+
+    rule->cost_cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+    if (rule->cost_cv == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = &s;
+    ccv.complex_value = rule->cost_cv;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra)
+{
+    int          alg;
+    char        *rv;
+    size_t       len;
+    const char  *name;
 
     if (rule->zone == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -794,86 +930,154 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_ERROR;
     }
 
-    if (rate->data == NULL) {
+    if (ra->rate.data == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"rl_rule\" must have \"rate\" parameter");
         return NGX_CONF_ERROR;
     }
 
-    if (rl_parse_rate((char *) rate->data, rate->len, &rule->limit,
+    if (rl_parse_rate((char *) ra->rate.data, ra->rate.len, &rule->limit,
                       &rule->window_us)
         != 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid rate \"%V\"", rate);
+                           "invalid rate \"%V\"", &ra->rate);
         return NGX_CONF_ERROR;
     }
 
-    for (a = ngx_http_rl_algorithms; a->name.len; a++) {
-        if (a->name.len == algorithm->len
-            && ngx_strncmp(a->name.data, algorithm->data, a->name.len) == 0)
-        {
-            break;
-        }
-    }
-
-    if (a->name.len == 0) {
+    alg = rl_algorithm_from_name((char *) ra->algorithm.data,
+                                 ra->algorithm.len);
+    if (alg < 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid algorithm \"%V\"", algorithm);
+                           "invalid algorithm \"%V\"", &ra->algorithm);
         return NGX_CONF_ERROR;
     }
 
-    if (!a->implemented) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "algorithm \"%V\" is not supported "
-                           "by this version", algorithm);
-        return NGX_CONF_ERROR;
-    }
+    rule->algorithm = (ngx_uint_t) alg;
 
-    rule->algorithm = a->value;
+    rv = ngx_http_rl_rule_shape(cf, rule, ra);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
 
     if (rule->name.len == 0) {
-        rule->name = *rate;
+        rule->name = ra->rate;
     }
 
+    name = rl_algorithm_name(alg, &len);
+
     if (rl_rule_id((char *) rule->zone->name.data, rule->zone->name.len,
-                   (char *) rule->name.data, rule->name.len,
-                   (char *) a->name.data, a->name.len, rule->window_us,
-                   (char *) rule->key.value.data, rule->key.value.len,
-                   rule->id)
+                   (char *) rule->name.data, rule->name.len, name, len,
+                   rule->window_us, (char *) rule->key.value.data,
+                   rule->key.value.len, rule->id)
         != 0)
     {
         return NGX_CONF_ERROR;
     }
 
-    /* the script's constant arguments: algorithm, limit, window, burst,
-     * cost */
+    return ngx_http_rl_rule_args(cf, rule);
+}
 
-    p = ngx_pnalloc(cf->pool, 3 * NGX_INT64_LEN);
+
+/* burst=, delay= and nodelay, as the algorithm takes them. */
+
+static char *
+ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra)
+{
+    int  alg = (int) rule->algorithm;
+
+    if (ra->burst >= 0 && !rl_algorithm_takes_burst(alg)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" for algorithm \"%V\"",
+                           &ra->burst_text, &ra->algorithm);
+        return NGX_CONF_ERROR;
+    }
+
+    if ((ra->delay >= 0 || ra->nodelay) && !rl_algorithm_takes_delay(alg)) {
+        if (ra->nodelay) {
+            ngx_str_set(&ra->delay_text, "nodelay");
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" for algorithm \"%V\"",
+                           &ra->delay_text, &ra->algorithm);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ra->delay >= 0 && ra->nodelay) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"delay\" and \"nodelay\" are mutually exclusive");
+        return NGX_CONF_ERROR;
+    }
+
+    rule->burst = (ra->burst >= 0)
+                  ? (uint64_t) ra->burst
+                  : rl_algorithm_default_burst(alg, rule->limit);
+
+    if (rl_algorithm_takes_burst(alg) && rule->burst == 0
+        && !rl_algorithm_takes_delay(alg))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid burst value \"%V\": a bucket of 0 "
+                           "admits nothing", &ra->burst_text);
+        return NGX_CONF_ERROR;
+    }
+
+    /* nodelay (the default): every admitted request passes at once */
+    rule->delay = (ra->delay >= 0 && (uint64_t) ra->delay < rule->burst)
+                  ? (uint64_t) ra->delay : rule->burst;
+
+    if (!rl_algorithm_takes_delay(alg)) {
+        rule->delay = 0;
+    }
+
+    if (!rl_algorithm_exact(alg, rule->limit, rule->window_us, rule->burst,
+                            rule->delay,
+                            rule->cost_cv ? rule->burst + 1 : rule->cost))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "rate \"%V\" with burst %uL is too large "
+                           "for exact arithmetic", &ra->rate, rule->burst);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* The script's constant arguments: algorithm, limit, window, burst,
+ * cost (per request when a variable), delay. */
+
+static char *
+ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_uint_t   i;
+
+    p = ngx_pnalloc(cf->pool, 5 * NGX_INT64_LEN);
     if (p == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    rule->args[0] = (char *) a->name.data;
-    rule->arg_lens[0] = a->name.len;
+    rule->args[0] = rl_algorithm_name((int) rule->algorithm, &len);
+    rule->arg_lens[0] = len;
 
-    rule->args[1] = (char *) p;
-    p = ngx_sprintf(p, "%uL", rule->limit);
-    rule->arg_lens[1] = (u_char *) p - (u_char *) rule->args[1];
+    for (i = 1; i < RL_ARGS_PER_RULE; i++) {
+        uint64_t  v;
 
-    rule->args[2] = (char *) p;
-    p = ngx_sprintf(p, "%uL", rule->window_us);
-    rule->arg_lens[2] = (u_char *) p - (u_char *) rule->args[2];
-
-    rule->args[3] = "0";
-    rule->arg_lens[3] = 1;
-    rule->args[4] = "1";
-    rule->arg_lens[4] = 1;
-
-    for (i = 0; i < RL_ARGS_PER_RULE; i++) {
-        if (rule->arg_lens[i] == 0) {
-            return NGX_CONF_ERROR;
+        switch (i) {
+        case 1: v = rule->limit; break;
+        case 2: v = rule->window_us; break;
+        case 3: v = rule->burst; break;
+        case 4: v = rule->cost; break;
+        default: v = rule->delay; break;
         }
+
+        rule->args[i] = (char *) p;
+        p = ngx_sprintf(p, "%uL", v);
+        rule->arg_lens[i] = (u_char *) p - (u_char *) rule->args[i];
     }
 
     return NGX_CONF_OK;

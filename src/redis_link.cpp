@@ -475,6 +475,9 @@ ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
         return NGX_ERROR;
     }
     for (ngx_uint_t i = 0; i < n; i++) {
+        if (zones[i]->shm_zone != nullptr) {
+            continue; /* the embedded store needs no connection */
+        }
         void *mem = ngx_alloc(sizeof(Link), cycle->log);
         if (mem == nullptr) {
             return NGX_ERROR;

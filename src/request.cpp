@@ -101,11 +101,40 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
             args[k * RL_ARGS_PER_RULE + a] = rule->args[a];
             argLens[k * RL_ARGS_PER_RULE + a] = rule->arg_lens[a];
         }
+        if (rule->cost_cv != nullptr) {
+            auto *cost = static_cast<u_char *>(ngx_pnalloc(p, NGX_INT64_LEN));
+            if (cost == nullptr) {
+                return NGX_ERROR;
+            }
+            args[k * RL_ARGS_PER_RULE + 4] = reinterpret_cast<char *>(cost);
+            argLens[k * RL_ARGS_PER_RULE + 4] =
+                ngx_sprintf(cost, "%uL", g->ctx->costs[g->rules[k]]) - cost;
+        }
     }
     size_t countLen = ngx_sprintf(count, "%ui", n) - count;
     rl_argv_fill(g->argv, g->argvlen, 0, reinterpret_cast<char *>(count),
                  countLen, keys, keyLens, args, argLens, n, nullptr, 0);
     return NGX_OK;
+}
+
+/* A rule's cost for this request: cost=$variable gives a whole number
+ * of at least 1; anything else counts as 1. */
+uint64_t costOf(ngx_http_request_t *r, ngx_http_rl_rule_t *rule) {
+    if (rule->cost_cv == nullptr) {
+        return rule->cost;
+    }
+    ngx_str_t v;
+    if (ngx_http_complex_value(r, rule->cost_cv, &v) != NGX_OK) {
+        return 1;
+    }
+    ngx_int_t n = ngx_atoi(v.data, v.len);
+    if (n < 1 || n > NGX_HTTP_RL_MAX_COST) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "rl: cost \"%V\" of rule \"%V\" counts as 1", &v,
+                      &rule->name);
+        return 1;
+    }
+    return static_cast<uint64_t>(n);
 }
 
 /* Groups the rules with a non-empty key by zone. */
@@ -121,6 +150,7 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
         if (values[i].len == 0) {
             continue; /* an empty key exempts the request from the rule */
         }
+        ctx->costs[i] = costOf(r, &rules[i]);
         ngx_uint_t g = 0;
         while (g < ctx->ngroups && ctx->groups[g].zone != rules[i].zone) {
             g++;
@@ -158,6 +188,10 @@ void logRejection(ngx_http_rl_ctx_t *ctx) {
 /* Another zone rejected the request: give back what this one counted,
  * so a rejected request consumes nothing in any rule. Nobody waits. */
 void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
+    if (g->zone->shm_zone != nullptr) {
+        ngx_http_rl_shm_refund(g);
+        return;
+    }
     ngx_http_request_t *r = ctx->r;
     ngx_http_rl_link_t *link = linkFor(r, g->zone);
     ngx_uint_t argc = rl_argv_count(g->nrules, 1);
@@ -228,13 +262,46 @@ void finish(ngx_http_rl_ctx_t *ctx) {
         ctx->status = ctx->ngroups ? NGX_HTTP_RL_STATUS_PASSED
                                    : NGX_HTTP_RL_STATUS_NONE;
         ctx->rc = NGX_DECLINED;
+        for (ngx_uint_t i = 0; i < n; i++) {
+            if (ctx->decided[i] && ctx->outcomes[i].delay_ms > 0 &&
+                static_cast<ngx_msec_t>(ctx->outcomes[i].delay_ms) >
+                    ctx->delay) {
+                ctx->delay = static_cast<ngx_msec_t>(ctx->outcomes[i].delay_ms);
+            }
+        }
+        if (ctx->delay > 0 && !error) {
+            ctx->status = NGX_HTTP_RL_STATUS_DELAYED;
+        }
     }
+}
+
+/* delay= shapes an admitted request: it waits on a timer, the worker
+ * serves others meanwhile. */
+ngx_int_t park(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
+               ngx_msec_t timeout) {
+    ctx->waiting = 1;
+    ngx_add_timer(&ctx->wake, timeout);
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_request_empty_handler;
+    return NGX_AGAIN;
 }
 
 void wake(ngx_event_t *ev) noexcept {
     auto *ctx = static_cast<ngx_http_rl_ctx_t *>(ev->data);
     ngx_http_request_t *r = ctx->r;
     ngx_connection_t *c = r->connection;
+
+    if (ctx->delaying) {
+        ev->timedout = 0;
+        ctx->delaying = 0;
+        ctx->delay = 0;
+        ctx->waiting = 0;
+        ctx->resumed = 1;
+        r->write_event_handler = ngx_http_core_run_phases;
+        ngx_http_core_run_phases(r);
+        ngx_http_run_posted_requests(c);
+        return;
+    }
 
     if (ev->timedout) {
         ev->timedout = 0;
@@ -256,6 +323,11 @@ void wake(ngx_event_t *ev) noexcept {
 
     finish(ctx);
     ctx->waiting = 0;
+    if (ctx->delay > 0 && ctx->rc == NGX_DECLINED) {
+        ctx->delaying = 1;
+        (void) park(r, ctx, ctx->delay);
+        return;
+    }
     ctx->resumed = 1;
     r->write_event_handler = ngx_http_core_run_phases;
     ngx_http_core_run_phases(r);
@@ -320,13 +392,23 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     auto *values = static_cast<ngx_str_t *>(
         ngx_pcalloc(r->pool, lcf->rules->nelts * sizeof(ngx_str_t)));
     ctx->values = values;
-    if (values == nullptr || groupRules(r, ctx, values) != NGX_OK) {
+    ctx->costs = static_cast<uint64_t *>(
+        ngx_pcalloc(r->pool, lcf->rules->nelts * sizeof(uint64_t)));
+    if (values == nullptr || ctx->costs == nullptr ||
+        groupRules(r, ctx, values) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ngx_msec_t timeout = 0;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->zone->shm_zone != nullptr) {
+            if (ngx_http_rl_shm_decide(group) != NGX_OK) {
+                group->done = 1;
+                group->error = 1;
+            }
+            continue;
+        }
         ngx_http_rl_link_t *link = linkFor(r, group->zone);
         if (link != nullptr && ngx_http_rl_link_usable(link)) {
             if (buildCall(r, group, values) != NGX_OK) {
@@ -345,16 +427,16 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
         }
     }
 
-    if (ctx->pending == 0) {
-        finish(ctx);
-        return ctx->rc;
+    if (ctx->pending > 0) {
+        return park(r, ctx, timeout);
     }
 
-    ctx->waiting = 1;
-    ngx_add_timer(&ctx->wake, timeout);
-    r->read_event_handler = ngx_http_test_reading;
-    r->write_event_handler = ngx_http_request_empty_handler;
-    return NGX_AGAIN;
+    finish(ctx);
+    if (ctx->delay > 0 && ctx->rc == NGX_DECLINED) {
+        ctx->delaying = 1;
+        return park(r, ctx, ctx->delay);
+    }
+    return ctx->rc;
 }
 
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group,

@@ -18,13 +18,14 @@ extern "C" {
 
 #define RL_RULE_ID_LEN      16
 #define RL_SHA_LEN          40
-#define RL_ARGS_PER_RULE    5
+#define RL_ARGS_PER_RULE    6
 #define RL_MAX_RULES        64
 
 typedef struct {
     int64_t   remaining;
     int64_t   reset_ms;
     int64_t   retry_ms;
+    int64_t   delay_ms;
 } rl_outcome_t;
 
 typedef enum {
@@ -46,6 +47,16 @@ int rl_rule_id(const char *zone, size_t zone_len, const char *name,
 size_t rl_state_key_len(size_t prefix_len, const char *value, size_t len) RL_NOEXCEPT;
 char *rl_state_key_write(char *out, const char *prefix, size_t prefix_len,
     const char *value, size_t len, const char *rule_id) RL_NOEXCEPT;
+
+/* Algorithms: see src/core/algorithm.hpp. -1: unknown name. */
+int rl_algorithm_from_name(const char *name, size_t len) RL_NOEXCEPT;
+const char *rl_algorithm_name(int algorithm, size_t *len) RL_NOEXCEPT;
+int rl_algorithm_takes_burst(int algorithm) RL_NOEXCEPT;
+int rl_algorithm_takes_delay(int algorithm) RL_NOEXCEPT;
+uint64_t rl_algorithm_default_burst(int algorithm, uint64_t limit)
+    RL_NOEXCEPT;
+int rl_algorithm_exact(int algorithm, uint64_t limit, uint64_t window_us,
+    uint64_t burst, uint64_t delay, uint64_t max_cost) RL_NOEXCEPT;
 
 const char *rl_script_text(size_t *len) RL_NOEXCEPT;
 const char *rl_script_sha(void) RL_NOEXCEPT;

@@ -51,8 +51,13 @@ is($r->{code}, 200, 'with an API key: limited');
 is($r->{headers}{'x-ratelimit-limit'}, 10,
    'the binding rule is the one with least remaining');
 
-my $clients = `redis-cli -p $rport client list`;
-my $n = () = $clients =~ /name=ngx_rl/g;
+# the workers name their connections in the handshake: poll for it
+my $n = 0;
+wait_until(sub {
+    my $clients = `redis-cli -p $rport client list`;
+    $n = () = $clients =~ /name=ngx_rl/g;
+    $n == 2;
+}, timeout => 5);
 is($n, 2, 'one connection per worker');
 
 $out = `$root/docker/run-local stop 2>&1`;

@@ -20,40 +20,40 @@ size_t binding(const std::vector<RuleOutcome>& o, bool allowed) {
 }
 
 TEST(BindingRule, SingleRule) {
-    EXPECT_EQ(binding({{5, 1000, 0}}, true), 0u);
-    EXPECT_EQ(binding({{0, 1000, 1000}}, false), 0u);
+    EXPECT_EQ(binding({{5, 1000, 0, 0}}, true), 0u);
+    EXPECT_EQ(binding({{0, 1000, 1000, 0}}, false), 0u);
 }
 
 /* Rejected: the rejecting rule that frees capacity last. */
 TEST(BindingRule, RejectedPicksTheLongestRetry) {
-    EXPECT_EQ(binding({{0, 1000, 1000}, {0, 60000, 60000}}, false), 1u);
-    EXPECT_EQ(binding({{0, 60000, 60000}, {0, 1000, 1000}}, false), 0u);
-    EXPECT_EQ(binding({{0, 10, 10}, {0, 500, 300}, {0, 20, 20}}, false), 1u);
+    EXPECT_EQ(binding({{0, 1000, 1000, 0}, {0, 60000, 60000, 0}}, false), 1u);
+    EXPECT_EQ(binding({{0, 60000, 60000, 0}, {0, 1000, 1000, 0}}, false), 0u);
+    EXPECT_EQ(binding({{0, 10, 10, 0}, {0, 500, 300, 0}, {0, 20, 20, 0}}, false), 1u);
 }
 
 /* A rule that admitted (retry 0) never binds a rejection, even with
  * less remaining or a later reset than the rejecting rule. */
 TEST(BindingRule, RejectedIgnoresAdmittingRules) {
-    EXPECT_EQ(binding({{0, 90000, 0}, {3, 1000, 1000}}, false), 1u);
-    EXPECT_EQ(binding({{3, 1000, 1000}, {0, 90000, 0}}, false), 0u);
-    EXPECT_EQ(binding({{9, 5, 0}, {0, 90000, 0}, {1, 2000, 1}}, false), 2u);
+    EXPECT_EQ(binding({{0, 90000, 0, 0}, {3, 1000, 1000, 0}}, false), 1u);
+    EXPECT_EQ(binding({{3, 1000, 1000, 0}, {0, 90000, 0, 0}}, false), 0u);
+    EXPECT_EQ(binding({{9, 5, 0, 0}, {0, 90000, 0, 0}, {1, 2000, 1, 0}}, false), 2u);
 }
 
 /* Allowed: the rule with least remaining. */
 TEST(BindingRule, AllowedPicksLeastRemaining) {
-    EXPECT_EQ(binding({{9, 1000, 0}, {2, 500, 0}, {5, 9000, 0}}, true), 1u);
-    EXPECT_EQ(binding({{0, 10, 0}, {2, 500, 0}}, true), 0u);
+    EXPECT_EQ(binding({{9, 1000, 0, 0}, {2, 500, 0, 0}, {5, 9000, 0, 0}}, true), 1u);
+    EXPECT_EQ(binding({{0, 10, 0, 0}, {2, 500, 0, 0}}, true), 0u);
 }
 
 /* ... ties broken by the furthest reset. */
 TEST(BindingRule, AllowedTieTakesTheFurthestReset) {
-    EXPECT_EQ(binding({{3, 1000, 0}, {3, 60000, 0}, {3, 5000, 0}}, true), 1u);
-    EXPECT_EQ(binding({{3, 60000, 0}, {3, 1000, 0}}, true), 0u);
-    EXPECT_EQ(binding({{4, 90000, 0}, {3, 1000, 0}, {3, 2000, 0}}, true), 2u);
+    EXPECT_EQ(binding({{3, 1000, 0, 0}, {3, 60000, 0, 0}, {3, 5000, 0, 0}}, true), 1u);
+    EXPECT_EQ(binding({{3, 60000, 0, 0}, {3, 1000, 0, 0}}, true), 0u);
+    EXPECT_EQ(binding({{4, 90000, 0, 0}, {3, 1000, 0, 0}, {3, 2000, 0, 0}}, true), 2u);
 }
 
 TEST(BindingRule, IndexIsBelowN) {
-    std::vector<RuleOutcome> o(64, RuleOutcome{1, 1, 1});
+    std::vector<RuleOutcome> o(64, RuleOutcome{1, 1, 1, 0});
     EXPECT_LT(binding(o, false), o.size());
     EXPECT_LT(binding(o, true), o.size());
 }

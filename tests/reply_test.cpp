@@ -1,7 +1,8 @@
 /* Decoding the script's reply:
- *   { allowed, remaining_1, reset_ms_1, retry_ms_1, ..., retry_ms_n,
- *     now_us }
- * from hiredis replies built by hand. */
+ *   { allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
+ *     delay_us_n, now_us }
+ * from hiredis replies built by hand; times leave in milliseconds,
+ * rounded up. */
 
 #include "core/reply.hpp"
 
@@ -104,7 +105,7 @@ protected:
 
     ReplyStatus decode(const redisReply* reply, size_t rules) {
         for (RuleOutcome& o : out_) {
-            o = {-7, -7, -7};
+            o = {-7, -7, -7, -7};
         }
         nowUs_ = -7;
         return rl::decodeReply(reply, rules, &allowed_, out_, &nowUs_);
@@ -117,15 +118,17 @@ protected:
 };
 
 void expectOutcome(const RuleOutcome& o, int64_t remaining, int64_t reset,
-                   int64_t retry) {
+                   int64_t retry, int64_t delay = 0) {
     EXPECT_EQ(o.remaining, remaining);
     EXPECT_EQ(o.resetMs, reset);
     EXPECT_EQ(o.retryMs, retry);
+    EXPECT_EQ(o.delayMs, delay);
 }
 
 TEST_F(Reply, AllowedOneRule) {
     allowed_ = false;
-    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, kNow}), 1), ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.integers({1, 9, 1000000, 0, 0, kNow}), 1),
+              ReplyStatus::Ok);
     EXPECT_TRUE(allowed_);
     expectOutcome(out_[0], 9, 1000, 0);
     EXPECT_EQ(nowUs_, kNow);
@@ -133,9 +136,10 @@ TEST_F(Reply, AllowedOneRule) {
 
 TEST_F(Reply, AllowedThreeRules) {
     allowed_ = false;
-    ASSERT_EQ(
-        decode(r_.integers({1, 9, 1000, 0, 0, 60000, 0, 99, 1, 0, kNow}), 3),
-        ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.integers({1, 9, 1000000, 0, 0, 0, 60000000, 0, 0,
+                                  99, 1000, 0, 0, kNow}),
+                     3),
+              ReplyStatus::Ok);
     EXPECT_TRUE(allowed_);
     EXPECT_EQ(nowUs_, kNow);
     expectOutcome(out_[0], 9, 1000, 0);
@@ -145,7 +149,9 @@ TEST_F(Reply, AllowedThreeRules) {
 
 TEST_F(Reply, RejectedByOneOfTwoRules) {
     allowed_ = true;
-    ASSERT_EQ(decode(r_.integers({0, 4, 700, 0, 0, 59000, 1500, kNow}), 2),
+    ASSERT_EQ(decode(r_.integers({0, 4, 700000, 0, 0, 0, 59000000, 1500000,
+                                  0, kNow}),
+                     2),
               ReplyStatus::Ok);
     EXPECT_FALSE(allowed_);
     EXPECT_EQ(nowUs_, kNow);
@@ -153,13 +159,70 @@ TEST_F(Reply, RejectedByOneOfTwoRules) {
     expectOutcome(out_[1], 0, 59000, 1500);
 }
 
+/* Microseconds become milliseconds rounded up: a retry of 1 us is 1 ms,
+ * never 0 (which would read as "admitted"). */
+TEST_F(Reply, MicrosecondsRoundUpToMilliseconds) {
+    ASSERT_EQ(decode(r_.integers({0, 0, 1, 1, 0, kNow}), 1),
+              ReplyStatus::Ok);
+    expectOutcome(out_[0], 0, 1, 1);
+    ASSERT_EQ(decode(r_.integers({0, 0, 999, 1000, 0, kNow}), 1),
+              ReplyStatus::Ok);
+    expectOutcome(out_[0], 0, 1, 1);
+    ASSERT_EQ(decode(r_.integers({0, 0, 1001, 1999, 0, kNow}), 1),
+              ReplyStatus::Ok);
+    expectOutcome(out_[0], 0, 2, 2);
+    ASSERT_EQ(decode(r_.integers({1, 3, 0, 0, 2000001, kNow}), 1),
+              ReplyStatus::Ok);
+    expectOutcome(out_[0], 3, 0, 0, 2001);
+    EXPECT_EQ(rl::msCeil(0), 0);
+    EXPECT_EQ(rl::msCeil(1), 1);
+    EXPECT_EQ(rl::msCeil(1000), 1);
+    EXPECT_EQ(rl::msCeil(1001), 2);
+}
+
+/* An admitted request may be delayed by the rules that shape it; the
+ * module waits for the longest. */
+TEST_F(Reply, AdmittedWithDelays) {
+    ASSERT_EQ(decode(r_.integers({1, 2, 300000, 0, 100000, 7, 5000, 0, 0,
+                                  kNow}),
+                     2),
+              ReplyStatus::Ok);
+    EXPECT_TRUE(allowed_);
+    expectOutcome(out_[0], 2, 300, 0, 100);
+    expectOutcome(out_[1], 7, 5, 0, 0);
+}
+
+/* A rejected request waits for nothing: a delay on a rejection is not
+ * a reply of this script. */
+TEST_F(Reply, RejectionWithADelayIsMalformed) {
+    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 1000, 1, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({0, 2, 300, 0, 100, 0, 1000, 1000, 0,
+                                  kNow}),
+                     2),
+              ReplyStatus::Malformed);
+}
+
 /* The largest figure a valid rule gives: twice a 366-day window. */
 TEST_F(Reply, LargestLegitimateFiguresDecode) {
-    const long long ms = 2LL * 366 * 86400 * 1000;
-    ASSERT_EQ(decode(r_.integers({0, 1000000000, ms, ms, kNow}), 1),
+    const long long us = 2LL * 366 * 86400 * 1000000;
+    ASSERT_EQ(decode(r_.integers({0, 1000000000, us, us, 0, kNow}), 1),
               ReplyStatus::Ok);
     EXPECT_FALSE(allowed_);
-    expectOutcome(out_[0], 1000000000, ms, ms);
+    expectOutcome(out_[0], 1000000000, us / 1000, us / 1000);
+}
+
+/* Past 2^53 no script figure is exact: not a reply of this script. */
+TEST_F(Reply, FiguresBeyondTheScriptsDoublesAreMalformed) {
+    const long long big = (1LL << 53) + 1;
+    EXPECT_EQ(decode(r_.integers({0, 0, big, 1000, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({0, 0, 1000, big, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, big, 1000, 0, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 0, 1000, 0, LLONG_MAX, kNow}), 1),
+              ReplyStatus::Malformed);
 }
 
 TEST_F(Reply, NoScript) {
@@ -204,34 +267,39 @@ TEST_F(Reply, WrongElementCountIsMalformed) {
     EXPECT_EQ(decode(r_.integers({}), 1), ReplyStatus::Malformed);
     EXPECT_EQ(decode(r_.integers({1}), 1), ReplyStatus::Malformed);
     EXPECT_EQ(decode(r_.integers({1, kNow}), 1), ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, kNow}), 1),
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, kNow, 5}), 1),
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, kNow, 5}), 1),
               ReplyStatus::Malformed);
-    /* Without the time (the reply of the first script version). */
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0}), 1), ReplyStatus::Malformed);
+    /* Without the time. */
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0}), 1),
+              ReplyStatus::Malformed);
     /* One rule's worth for a two-rule call, and the reverse. */
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, kNow}), 2),
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, kNow}), 2),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 9, 1000, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, 9, 1000, 0, 0, kNow}),
+                     1),
+              ReplyStatus::Malformed);
+    /* The previous layout: three figures per rule. */
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 9, 1000, 0, kNow}), 2),
               ReplyStatus::Malformed);
 }
 
 TEST_F(Reply, MissingElementVectorIsMalformed) {
-    redisReply* a = r_.integers({1, 9, 1000, 0, kNow});
+    redisReply* a = r_.integers({1, 9, 1000, 0, 0, kNow});
     a->element = nullptr;
     EXPECT_EQ(decode(a, 1), ReplyStatus::Malformed);
 }
 
 TEST_F(Reply, NonIntegerElementsAreMalformed) {
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < 6; i++) {
         for (redisReply* bad : {r_.text(REDIS_REPLY_STRING, "1"), r_.nil(),
                                 r_.text(REDIS_REPLY_STATUS, "OK"),
                                 r_.error("ERR x"), r_.integers({1}),
                                 static_cast<redisReply*>(nullptr)}) {
             std::vector<redisReply*> e = {r_.integer(0), r_.integer(0),
                                           r_.integer(1000), r_.integer(1000),
-                                          r_.integer(kNow)};
+                                          r_.integer(0), r_.integer(kNow)};
             e[i] = bad;
             EXPECT_EQ(decode(r_.array(e), 1), ReplyStatus::Malformed)
                 << "element " << i << " of type "
@@ -241,33 +309,36 @@ TEST_F(Reply, NonIntegerElementsAreMalformed) {
 }
 
 TEST_F(Reply, NegativeFiguresAreMalformed) {
-    EXPECT_EQ(decode(r_.integers({1, -1, 1000, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.integers({1, -1, 1000, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, -1, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.integers({1, 9, -1, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({0, 0, 1000, -1000, kNow}), 1),
+    EXPECT_EQ(decode(r_.integers({0, 0, 1000, -1000, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 9, 1000, -1, kNow}), 2),
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, -1, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, LLONG_MIN, 1000, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, 9, 1000, -1, 0, kNow}),
+                     2),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, -1}), 1),
+    EXPECT_EQ(decode(r_.integers({1, LLONG_MIN, 1000, 0, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, -1}), 1),
               ReplyStatus::Malformed);
 }
 
 /* The time is microseconds since the epoch, sent back with a refund. */
 TEST_F(Reply, TimeIsPassedThrough) {
-    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, 0}), 1), ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, 0}), 1), ReplyStatus::Ok);
     EXPECT_EQ(nowUs_, 0);
     const long long later = 4102444800LL * 1000000; /* 2100-01-01 */
-    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, later}), 1),
+    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, later}), 1),
               ReplyStatus::Ok);
     EXPECT_EQ(nowUs_, later);
 }
 
 TEST_F(Reply, AllowedFlagMustBeZeroOrOne) {
     for (long long flag : {2LL, -1LL, 100LL, LLONG_MAX}) {
-        EXPECT_EQ(decode(r_.integers({flag, 9, 1000, 0, kNow}), 1),
+        EXPECT_EQ(decode(r_.integers({flag, 9, 1000, 0, 0, kNow}), 1),
                   ReplyStatus::Malformed)
             << "allowed " << flag;
     }
@@ -275,17 +346,17 @@ TEST_F(Reply, AllowedFlagMustBeZeroOrOne) {
 
 /* A rejection must name a rule that rejected (retry > 0). */
 TEST_F(Reply, RejectionWithoutARetryIsMalformed) {
-    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 0, 3, 50, 0, kNow}), 2),
+    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 0, 0, 3, 50, 0, 0, kNow}), 2),
               ReplyStatus::Malformed);
 }
 
 /* An admission names no rule that rejected. */
 TEST_F(Reply, AdmissionWithARetryIsMalformed) {
-    EXPECT_EQ(decode(r_.integers({1, 0, 1000, 50, kNow}), 1),
+    EXPECT_EQ(decode(r_.integers({1, 0, 1000, 50, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 2, 1000, 0, 3, 50, 7, kNow}), 2),
+    EXPECT_EQ(decode(r_.integers({1, 2, 1000, 0, 0, 3, 50, 7, 0, kNow}), 2),
               ReplyStatus::Malformed);
 }
 

@@ -1,7 +1,7 @@
 /* The embedded script, its SHA1 and the EVALSHA / EVAL argument vector:
  *
  *   EVALSHA sha n key_1..key_n  n now  alg_1 limit_1 window_1 burst_1
- *           cost_1 ... alg_n ... cost_n  [refund]                       */
+ *           cost_1 delay_1 ... alg_n ... delay_n  [refund]             */
 
 #include "core/script.hpp"
 
@@ -70,16 +70,20 @@ TEST(Script, TextHoldsEveryAlgorithmAndTheDriver) {
     std::string_view text = rl::scriptText();
     ASSERT_FALSE(text.empty());
     EXPECT_EQ(text.find('\0'), std::string_view::npos);
-    EXPECT_NE(text.find("ALG['fixed_window']"), std::string_view::npos);
-    EXPECT_NE(text.find("ALG['sliding_window']"), std::string_view::npos);
+    for (const char* a : {"fixed_window", "sliding_window", "sliding_log",
+                          "token_bucket", "leaky_bucket", "gcra"}) {
+        EXPECT_NE(text.find("ALG['"s + a + "']"), std::string_view::npos)
+            << a;
+    }
     EXPECT_NE(text.find("redis.call('TIME')"), std::string_view::npos);
     EXPECT_EQ(text.substr(text.size() - 1), "\n");
 }
 
 /* The build embeds the lua/ files byte for byte (quotes, backslashes). */
 TEST(Script, TextEmbedsTheLuaFilesVerbatim) {
-    for (const char* name : {"fixed_window.lua", "sliding_window.lua",
-                             "rl.lua"}) {
+    for (const char* name :
+         {"fixed_window.lua", "sliding_window.lua", "sliding_log.lua",
+          "token_bucket.lua", "leaky_bucket.lua", "gcra.lua", "rl.lua"}) {
         std::string source = readFile(luaDir() + name);
         if (source.empty()) {
             GTEST_SKIP() << "lua sources not found at " << luaDir();
@@ -108,15 +112,15 @@ TEST(Script, ShaIsSha1OfTheText) {
 }
 
 TEST(Script, ArgvCount) {
-    EXPECT_EQ(rl::kArgsPerRule, 5u);
-    EXPECT_EQ(rl::argvCount(1), 11u);
-    EXPECT_EQ(rl::argvCount(3), 23u);
-    EXPECT_EQ(rl::argvCount(1, false), 11u);
-    EXPECT_EQ(rl::argvCount(1, true), 12u);
-    EXPECT_EQ(rl::argvCount(3, true), 24u);
+    EXPECT_EQ(rl::kArgsPerRule, 6u);
+    EXPECT_EQ(rl::argvCount(1), 12u);
+    EXPECT_EQ(rl::argvCount(3), 26u);
+    EXPECT_EQ(rl::argvCount(1, false), 12u);
+    EXPECT_EQ(rl::argvCount(1, true), 13u);
+    EXPECT_EQ(rl::argvCount(3, true), 27u);
     EXPECT_EQ(rl::argvCount(rl::kMaxRulesPerCall),
-              5 + 6 * rl::kMaxRulesPerCall);
-    static_assert(rl::argvCount(2) == 17, "usable at compile time");
+              5 + 7 * rl::kMaxRulesPerCall);
+    static_assert(rl::argvCount(2) == 19, "usable at compile time");
 }
 
 TEST(Script, NowIndex) {
@@ -127,20 +131,21 @@ TEST(Script, NowIndex) {
 }
 
 const std::string_view kOneKey[] = {"rl:{10.0.0.1}:0123456789abcdef"};
-const rl::RuleArgs kOneRule[] = {{"fixed_window", "10", "1000000", "0", "1"}};
+const rl::RuleArgs kOneRule[] = {
+    {"fixed_window", "10", "1000000", "0", "1", "0"}};
 
 const std::string_view kThreeKeys[] = {"k:{a}:1111111111111111",
                                        "k:{a}:2222222222222222",
                                        "k:{a}:3333333333333333"};
 const rl::RuleArgs kThreeRules[] = {
-    {"fixed_window", "10", "1000000", "0", "1"},
-    {"sliding_window", "100", "60000000", "5", "2"},
-    {"fixed_window", "1000", "86400000000", "0", "1"}};
+    {"fixed_window", "10", "1000000", "0", "1", "0"},
+    {"gcra", "100", "60000000", "5", "2", "3"},
+    {"token_bucket", "1000", "86400000000", "1000", "1", "0"}};
 
 std::vector<std::string> threeRuleTail() {
-    return {"fixed_window", "10", "1000000", "0", "1",
-            "sliding_window", "100", "60000000", "5", "2",
-            "fixed_window", "1000", "86400000000", "0", "1"};
+    return {"fixed_window", "10", "1000000", "0", "1", "0",
+            "gcra", "100", "60000000", "5", "2", "3",
+            "token_bucket", "1000", "86400000000", "1000", "1", "0"};
 }
 
 TEST(Script, OneRuleEvalsha) {
@@ -150,7 +155,7 @@ TEST(Script, OneRuleEvalsha) {
     std::vector<std::string> expect = {
         "EVALSHA", std::string(rl::scriptSha()), "1",
         "rl:{10.0.0.1}:0123456789abcdef", "1", "",
-        "fixed_window", "10", "1000000", "0", "1"};
+        "fixed_window", "10", "1000000", "0", "1", "0"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
 }
@@ -162,7 +167,7 @@ TEST(Script, OneRuleEval) {
     std::vector<std::string> expect = {
         "EVAL", std::string(rl::scriptText()), "1",
         "rl:{10.0.0.1}:0123456789abcdef", "1", "",
-        "fixed_window", "10", "1000000", "0", "1"};
+        "fixed_window", "10", "1000000", "0", "1", "0"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
 }
@@ -205,7 +210,7 @@ TEST(Script, OneRuleRefund) {
     std::vector<std::string> expect = {
         "EVALSHA", std::string(rl::scriptSha()), "1",
         "rl:{10.0.0.1}:0123456789abcdef", "1", "1700000000123456",
-        "fixed_window", "10", "1000000", "0", "1", "refund"};
+        "fixed_window", "10", "1000000", "0", "1", "0", "refund"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
 }
@@ -232,7 +237,7 @@ TEST(Script, DecisionWithATime) {
     rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
                  "1", kOneKey, kOneRule, 1, "1700000000000000");
     EXPECT_EQ(a.strings()[rl::argvNowIndex(1)], "1700000000000000");
-    EXPECT_EQ(a.strings().back(), "1");
+    EXPECT_EQ(a.strings().back(), "0"); /* the delay, not "refund" */
     a.expectGuardIntact();
 }
 
@@ -251,8 +256,8 @@ TEST(Script, BinaryKeysKeepTheirLength) {
  * argument, but still a valid pointer for hiredis. */
 TEST(Script, NowIsEmptyByDefault) {
     std::string_view keys[] = {"a", "b"};
-    rl::RuleArgs rules[] = {{"fixed_window", "1", "1000", "0", "1"},
-                            {"fixed_window", "2", "2000", "0", "1"}};
+    rl::RuleArgs rules[] = {{"fixed_window", "1", "1000", "0", "1", "0"},
+                            {"fixed_window", "2", "2000", "0", "1", "0"}};
     Argv a(2);
     rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
                  "2", keys, rules, 2);

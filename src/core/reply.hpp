@@ -1,6 +1,8 @@
 /* Decoding the script's reply (see lua/rl.lua):
- *   { allowed, remaining_1, reset_ms_1, retry_ms_1, ..., retry_ms_n,
- *     now_us } */
+ *   { allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
+ *     delay_us_n, now_us }
+ * Times come in microseconds and leave in milliseconds, rounded up (a
+ * retry of 1 us is 1 ms, never 0). */
 #pragma once
 
 #include <cstddef>
@@ -14,6 +16,7 @@ struct RuleOutcome {
     int64_t remaining;
     int64_t resetMs;
     int64_t retryMs;  /* 0: this rule admits the request */
+    int64_t delayMs;  /* admitted, shaped by delay=: wait this long */
 };
 
 enum class ReplyStatus {
@@ -23,9 +26,17 @@ enum class ReplyStatus {
     Malformed,  /* anything else: wrong type, size, negative figures */
 };
 
+/* Figures per rule in the reply. */
+inline constexpr size_t kFiguresPerRule = 4;
+
 /* On Ok, *allowed, out[0..rules) and *nowUs (the time the script
- * decided at, what a refund sends back) are set. */
+ * decided at, what a refund sends back) are set. A rejection names a
+ * rule that rejected (retry > 0) and delays nothing; an admission has
+ * no retry. */
 ReplyStatus decodeReply(const redisReply* reply, size_t rules,
                         bool* allowed, RuleOutcome* out, int64_t* nowUs);
+
+/* Microseconds to milliseconds, rounded up (non-negative input). */
+constexpr int64_t msCeil(int64_t us) { return us / 1000 + (us % 1000 > 0); }
 
 }  // namespace rl

@@ -43,6 +43,7 @@ void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
         put(rules[k].windowUs);
         put(rules[k].burst);
         put(rules[k].cost);
+        put(rules[k].delay);
     }
     if (refund) {
         put("refund");

@@ -2,7 +2,12 @@
  * vector of one EVALSHA call deciding several rules of one zone:
  *
  *   EVALSHA sha n key_1..key_n  n now  alg_1 limit_1 window_1 burst_1
- *           cost_1 ... alg_n ... cost_n  [refund]
+ *           cost_1 delay_1 ... alg_n ... delay_n  [refund]
+ *
+ * All decimal text: window in microseconds; burst the effective one
+ * (token_bucket: capacity, default N; leaky_bucket, gcra: excess
+ * tolerated, default 0; others 0); delay for leaky_bucket and gcra (the
+ * excess passed at once; nodelay: delay = burst), 0 for others.
  *
  * To decide, `now` is empty (the script reads Redis' TIME; tests may pass
  * one). To refund a decision (another zone rejected the request), `now`
@@ -26,9 +31,10 @@ struct RuleArgs {
     std::string_view windowUs;
     std::string_view burst;
     std::string_view cost;
+    std::string_view delay;
 };
 
-inline constexpr size_t kArgsPerRule = 5;
+inline constexpr size_t kArgsPerRule = 6;
 inline constexpr size_t kMaxRulesPerCall = 64;
 
 constexpr size_t argvCount(size_t rules, bool refund = false) {

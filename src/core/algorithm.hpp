@@ -1,0 +1,116 @@
+/* The six algorithms, exact, on an injected clock. They are the embedded
+ * store's implementation and the reference the Lua scripts (lua/) are
+ * tested against: for the same parameters, state and time, a script and
+ * this code give the same decision and the same figures.
+ *
+ * Every decision is two-phase, so several rules of one request are
+ * all-or-nothing: check() every rule, then commit() every rule only if
+ * all of them admit the request.
+ *
+ * Times are microseconds (int64); a clock that goes backwards counts as
+ * no time passing. */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace rl {
+
+enum class Algorithm : uint8_t {
+    FixedWindow = 0,
+    SlidingWindow,
+    SlidingLog,
+    TokenBucket,
+    LeakyBucket,
+    Gcra,
+};
+
+std::optional<Algorithm> algorithmFromName(std::string_view name);
+std::string_view algorithmName(Algorithm a);
+
+/* Which parameters an algorithm takes (others are a config error). */
+bool takesBurst(Algorithm a);   /* token_bucket, leaky_bucket, gcra */
+bool takesDelay(Algorithm a);   /* leaky_bucket, gcra */
+
+struct Params {
+    Algorithm algorithm;
+    uint64_t limit;     /* N */
+    uint64_t windowUs;  /* W: N requests per W */
+    /* token_bucket: capacity (default N); leaky_bucket, gcra: excess
+     * requests tolerated beyond the conforming one (default 0), so
+     * burst=5 admits 1 + 5 at once from idle; others: 0 */
+    uint64_t burst;
+    /* leaky_bucket, gcra: excess requests that pass at once; the rest of
+     * the burst is delayed until it conforms. nodelay: delay = burst.
+     * others: 0 */
+    uint64_t delay;
+};
+
+/* Default burst for an algorithm when the rule gives none. */
+uint64_t defaultBurst(Algorithm a, uint64_t limit);
+
+/* The meters (token_bucket, leaky_bucket, gcra) count in units of
+ * g / N microseconds, g = gcd(N, W), so that one request is exactly
+ * W / g units; their arithmetic is exact while (capacity + cost) * W / g
+ * (plus N / g) stays below 2^53 (doubles in Redis' Lua) and a full
+ * meter drains within 2^52 us (142 years; a TAT stays below 2^53 until
+ * 2112). False: the rule must be refused at configuration. Windows and
+ * the log are always exact; any algorithm needs N > 0 and W > 0. */
+bool exactArithmetic(const Params& p, uint64_t maxCost);
+
+/* One rule's state for one key value; all zero is a fresh state. The
+ * meaning of a, b, c depends on the algorithm (see algorithm.cpp). */
+struct State {
+    int64_t a;
+    int64_t b;
+    int64_t c;
+};
+
+/* sliding_log keeps admission times in a ring of logSlots() entries
+ * beside the State; other algorithms need none (0). */
+size_t logSlots(const Params& p);
+
+struct Check {
+    bool ok;          /* the rule admits the request */
+    int64_t left;     /* what it admits before this request */
+    int64_t resetUs;  /* until whole again (ok) / until it frees capacity */
+    int64_t retryUs;  /* 0 if ok, else until this request would fit */
+    int64_t delayUs;  /* ok and shaped by delay=: wait before serving */
+};
+
+Check check(const Params& p, const State& s, const int64_t* log,
+            uint64_t cost, int64_t nowUs);
+
+/* Counts the request checked at nowUs (only after every rule's check
+ * admitted it). */
+void commit(const Params& p, State& s, int64_t* log, uint64_t cost,
+            int64_t nowUs);
+
+/* Gives back a request counted at thenUs (another zone rejected it). */
+void refund(const Params& p, State& s, int64_t* log, uint64_t cost,
+            int64_t thenUs);
+
+/* When the state is back to what a fresh one would decide: the Redis
+ * TTL, and when the embedded store may forget the key. */
+int64_t idleAtUs(const Params& p, const State& s, const int64_t* log,
+                 int64_t nowUs);
+
+/* One rule's figures in a decision, as the script replies them
+ * (microseconds). */
+struct Figures {
+    int64_t remaining;  /* after this request if admitted, else before */
+    int64_t resetUs;
+    int64_t retryUs;    /* 0: this rule admits the request */
+    int64_t delayUs;    /* 0 unless admitted and shaped */
+};
+
+/* What the script (lua/rl.lua) does for the n rules of one call: check
+ * every rule, commit every rule only if all admit. logs may be null
+ * when no rule is a sliding_log. Returns whether the request is
+ * admitted; out[0..n) gets the figures. */
+bool decide(const Params* p, State* const* s, int64_t* const* logs,
+            const uint64_t* cost, size_t n, int64_t nowUs, Figures* out);
+
+}  // namespace rl

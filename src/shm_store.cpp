@@ -1,0 +1,249 @@
+/*
+ * shm_store.cpp: the embedded store. A zone without redis= keeps its
+ * rules' state in nginx shared memory, shared by every worker of the
+ * instance: a red-black tree of nodes keyed by the same text as the
+ * Redis key (without the prefix), in a least-recently-used queue. Idle
+ * nodes (whose state decides like a fresh one) are reclaimed as requests
+ * pass; when memory runs out, the least recently used nodes go, as in
+ * limit_req. The algorithms are the core's (src/core/algorithm.cpp), the
+ * same ones the Lua scripts are tested against.
+ */
+
+#include "ngx.hpp"
+
+#include <ctime>
+
+#include "core/algorithm.hpp"
+
+namespace {
+
+struct Shared {
+    ngx_rbtree_t        rbtree;
+    ngx_rbtree_node_t   sentinel;
+    ngx_queue_t         queue;
+};
+
+/* A node: the header, then `slots` int64 of sliding_log times, then the
+ * key text. */
+struct Node {
+    ngx_str_node_t      sn;
+    ngx_queue_t         queue;
+    int64_t             idleAt;
+    rl::State           state;
+    uint32_t            slots;
+};
+
+constexpr size_t kMaxKey = 2 + 64 + 1 + 1 + RL_RULE_ID_LEN + 40;
+constexpr ngx_uint_t kExpirePerRequest = 2;
+constexpr ngx_uint_t kEvictOnFull = 8;
+
+int64_t *logOf(Node *n) {
+    return reinterpret_cast<int64_t *>(reinterpret_cast<u_char *>(n) +
+                                       sizeof(Node));
+}
+
+int64_t nowUs() {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+rl::Params paramsOf(const ngx_http_rl_rule_t *rule) {
+    return rl::Params{static_cast<rl::Algorithm>(rule->algorithm),
+                      rule->limit, rule->window_us, rule->burst,
+                      rule->delay};
+}
+
+void freeNode(ngx_http_rl_zone_t *z, Node *n) {
+    auto *sh = static_cast<Shared *>(z->sh);
+    ngx_queue_remove(&n->queue);
+    ngx_rbtree_delete(&sh->rbtree, &n->sn.node);
+    ngx_slab_free_locked(z->shpool, n);
+}
+
+/* Reclaims up to `max` nodes from the cold end: idle ones only, or any
+ * (the least recently used) when `force`. */
+void expire(ngx_http_rl_zone_t *z, int64_t now, ngx_uint_t max, bool force,
+            Node **keep, ngx_uint_t nkeep) {
+    auto *sh = static_cast<Shared *>(z->sh);
+    for (ngx_uint_t i = 0; i < max && !ngx_queue_empty(&sh->queue); i++) {
+        ngx_queue_t *q = ngx_queue_last(&sh->queue);
+        Node *n = ngx_queue_data(q, Node, queue);
+        for (ngx_uint_t k = 0; k < nkeep; k++) {
+            if (keep[k] == n) {
+                return; /* in use by this request: all older ones went */
+            }
+        }
+        if (!force && n->idleAt > now) {
+            return;
+        }
+        freeNode(z, n);
+    }
+}
+
+Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
+                   const ngx_str_t *value, int64_t now, Node **keep,
+                   ngx_uint_t nkeep) {
+    auto *sh = static_cast<Shared *>(z->sh);
+    u_char text[kMaxKey];
+    auto *v = reinterpret_cast<const char *>(value->data);
+    size_t len = rl_state_key_len(0, v, value->len);
+    if (len > sizeof(text)) {
+        return nullptr;
+    }
+    rl_state_key_write(reinterpret_cast<char *>(text), "", 0, v, value->len,
+                       rule->id);
+    ngx_str_t key = {len, text};
+    uint32_t hash = ngx_crc32_short(text, len);
+
+    auto *found = reinterpret_cast<Node *>(
+        ngx_str_rbtree_lookup(&sh->rbtree, &key, hash));
+    if (found != nullptr) {
+        ngx_queue_remove(&found->queue);
+        ngx_queue_insert_head(&sh->queue, &found->queue);
+        return found;
+    }
+
+    size_t slots = rl::logSlots(paramsOf(rule));
+    size_t size = sizeof(Node) + slots * sizeof(int64_t) + len;
+    auto *n = static_cast<Node *>(ngx_slab_alloc_locked(z->shpool, size));
+    if (n == nullptr) {
+        expire(z, now, kEvictOnFull, true, keep, nkeep);
+        n = static_cast<Node *>(ngx_slab_alloc_locked(z->shpool, size));
+        if (n == nullptr) {
+            return nullptr;
+        }
+    }
+    ngx_memzero(n, sizeof(Node));
+    n->slots = static_cast<uint32_t>(slots);
+    u_char *k = reinterpret_cast<u_char *>(logOf(n) + slots);
+    ngx_memcpy(k, text, len);
+    n->sn.str.len = len;
+    n->sn.str.data = k;
+    n->sn.node.key = hash;
+    n->idleAt = now;
+    ngx_rbtree_insert(&sh->rbtree, &n->sn.node);
+    ngx_queue_insert_head(&sh->queue, &n->queue);
+    return n;
+}
+
+int64_t msCeil(int64_t us) { return us <= 0 ? 0 : (us + 999) / 1000; }
+
+}  // namespace
+
+extern "C" {
+
+ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone,
+                                    void *data) noexcept {
+    auto *z = static_cast<ngx_http_rl_zone_t *>(shm_zone->data);
+    auto *old = static_cast<ngx_http_rl_zone_t *>(data);
+
+    if (old != nullptr) {
+        z->sh = old->sh;
+        z->shpool = old->shpool;
+        return NGX_OK;
+    }
+
+    z->shpool = reinterpret_cast<ngx_slab_pool_t *>(shm_zone->shm.addr);
+    if (shm_zone->shm.exists) {
+        z->sh = z->shpool->data;
+        return NGX_OK;
+    }
+
+    auto *sh = static_cast<Shared *>(
+        ngx_slab_alloc(z->shpool, sizeof(Shared)));
+    if (sh == nullptr) {
+        return NGX_ERROR;
+    }
+    z->sh = sh;
+    z->shpool->data = sh;
+    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
+    ngx_queue_init(&sh->queue);
+
+    size_t len = sizeof(" in rl_zone \"\"") + shm_zone->shm.name.len;
+    z->shpool->log_ctx = static_cast<u_char *>(
+        ngx_slab_alloc(z->shpool, len));
+    if (z->shpool->log_ctx == nullptr) {
+        return NGX_ERROR;
+    }
+    ngx_sprintf(z->shpool->log_ctx, " in rl_zone \"%V\"%Z", &z->name);
+    z->shpool->log_nomem = 0;
+    return NGX_OK;
+}
+
+ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
+    ngx_http_rl_ctx_t *ctx = g->ctx;
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    ngx_http_rl_zone_t *z = g->zone;
+    Node *nodes[RL_MAX_RULES];
+    rl::Check checks[RL_MAX_RULES];
+    int64_t now = nowUs();
+    bool allowed = true;
+
+    ngx_shmtx_lock(&z->shpool->mutex);
+    expire(z, now, kExpirePerRequest, false, nullptr, 0);
+
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        ngx_uint_t i = g->rules[k];
+        nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i], now, nodes,
+                                k);
+        if (nodes[k] == nullptr) {
+            ngx_shmtx_unlock(&z->shpool->mutex);
+            return NGX_ERROR;
+        }
+    }
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        ngx_uint_t i = g->rules[k];
+        checks[k] = rl::check(paramsOf(&rules[i]), nodes[k]->state,
+                              logOf(nodes[k]), ctx->costs[i], now);
+        allowed = allowed && checks[k].ok;
+    }
+    if (allowed) {
+        for (ngx_uint_t k = 0; k < g->nrules; k++) {
+            ngx_uint_t i = g->rules[k];
+            rl::Params p = paramsOf(&rules[i]);
+            rl::commit(p, nodes[k]->state, logOf(nodes[k]), ctx->costs[i],
+                       now);
+            nodes[k]->idleAt = rl::idleAtUs(p, nodes[k]->state,
+                                            logOf(nodes[k]), now);
+        }
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        ngx_uint_t i = g->rules[k];
+        const rl::Check &c = checks[k];
+        int64_t cost = static_cast<int64_t>(ctx->costs[i]);
+        rl_outcome_t &o = ctx->outcomes[i];
+        o.remaining = allowed ? (c.left > cost ? c.left - cost : 0) : c.left;
+        o.reset_ms = msCeil(c.resetUs);
+        o.retry_ms = allowed ? 0 : msCeil(c.retryUs);
+        o.delay_ms = allowed ? msCeil(c.delayUs) : 0;
+        ctx->decided[i] = 1;
+    }
+    g->allowed = allowed ? 1 : 0;
+    g->now_us = now;
+    g->done = 1;
+    return NGX_OK;
+}
+
+void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
+    ngx_http_rl_ctx_t *ctx = g->ctx;
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    ngx_http_rl_zone_t *z = g->zone;
+    Node *nodes[RL_MAX_RULES];
+
+    ngx_shmtx_lock(&z->shpool->mutex);
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        ngx_uint_t i = g->rules[k];
+        nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i], g->now_us,
+                                nodes, k);
+        if (nodes[k] != nullptr) {
+            rl::refund(paramsOf(&rules[i]), nodes[k]->state,
+                       logOf(nodes[k]), ctx->costs[i], g->now_us);
+        }
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+}  // extern "C"

@@ -1,0 +1,153 @@
+# What each algorithm leaves in Redis: keys PREFIX{VALUE}:RULEID, one per
+# rule and key value, a ZSET for sliding_log (never more than N members,
+# whatever the traffic) and a small hash otherwise, every key with a TTL
+# no longer than the rule needs, and nothing left once the client is idle.
+# Refunds (another zone rejected) leave no key without a TTL either.
+
+use lib 't/lib';
+use RlTest;
+
+# name => [rule parameters, type, horizon in ms: the longest the state can
+#          matter after a request]
+my %RULE = (
+    fixed   => [ 'rate=10r/s algorithm=fixed_window',   'hash', 1000 ],
+    sliding => [ 'rate=10r/s algorithm=sliding_window', 'hash', 2000 ],
+    log     => [ 'rate=5r/2s algorithm=sliding_log',    'zset', 2000 ],
+    tb      => [ 'rate=10r/s algorithm=token_bucket burst=4', 'hash', 400 ],
+    leaky   => [ 'rate=10r/s algorithm=leaky_bucket burst=4', 'hash', 500 ],
+    gcra    => [ 'rate=10r/s algorithm=gcra burst=4',  'hash', 500 ],
+    gcra0   => [ 'rate=100r/m algorithm=gcra',          'hash', 600 ],
+    tbday   => [ 'rate=24r/d algorithm=token_bucket',   'hash', 86400000 ],
+);
+
+my $loc = '';
+for my $name (sort keys %RULE) {
+    $loc .= <<"LOC";
+        location /$name {
+            rl_rule zone=r key=\$arg_k $RULE{$name}[0];
+            empty_gif;
+        }
+LOC
+}
+
+my $r = start_redis();
+my $ng = start_nginx(redis => $r, config => <<"CONF");
+    rl_zone r redis=127.0.0.1:\$RedisPort;
+    rl_zone r2 redis=127.0.0.1:\$RedisPort prefix=two:;
+    rl_zone e;
+    server {
+        listen 127.0.0.1:\$ServerPort;
+        add_header X-RL-Status \$rl_status always;
+$loc
+        location /bigcost {
+            rl_rule zone=r key=\$arg_k rate=5r/10s algorithm=sliding_log
+                    cost=\$arg_c;
+            empty_gif;
+        }
+        # refunds: the second rule rejects, the first is given back
+        location /refund_redis {
+            rl_rule zone=r key=\$arg_k rate=5r/2s algorithm=sliding_log;
+            rl_rule zone=r2 key=\$arg_k rate=2r/s algorithm=gcra;
+            empty_gif;
+        }
+        location /refund_embedded {
+            rl_rule zone=r key=\$arg_k rate=10r/s algorithm=token_bucket;
+            rl_rule zone=e key=\$arg_k rate=1r/m algorithm=gcra;
+            empty_gif;
+        }
+    }
+CONF
+my $port = $ng->port;
+
+sub keys_of { grep { length } split /\n/, $r->cli('KEYS', shift // '*') }
+
+# ------------------------------------------------------------ per algorithm
+
+for my $name (sort keys %RULE) {
+    my ($params, $type, $horizon) = @{ $RULE{$name} };
+    my @codes = http_parallel($port, [ ("/$name?k=c$name") x 40 ],
+                              concurrency => 4);
+    ok((grep { $_ == 200 } @codes) >= 1 && (grep { $_ == 429 } @codes) >= 1,
+       "$name: some admitted, some rejected")
+        or diag("@codes");
+    my @k = keys_of("*{c$name}*");
+    is(scalar @k, 1, "$name ($params): one key per rule and key value")
+        or diag("@k");
+    my $key = $k[0] // next;
+    like($key, qr/^rl:\{c$name\}:[0-9a-f]{16}$/,
+         "$name: key is PREFIX{VALUE}:RULEID ($key)");
+    is($r->cli('TYPE', $key), $type, "$name: a $type");
+    my $pttl = $r->cli('PTTL', $key);
+    ok($pttl > 0 && $pttl <= $horizon + 1,
+       "$name: PTTL $pttl in (0, $horizon] ms");
+    if ($type eq 'zset') {
+        my $n = $r->cli('ZCARD', $key);
+        ok($n >= 1 && $n <= 5, "$name: ZCARD $n <= N (5)");
+    } else {
+        my $n = $r->cli('HLEN', $key);
+        ok($n >= 1 && $n <= 4, "$name: a small hash ($n fields)");
+    }
+}
+
+# ------------------------------------------------------------ sliding_log
+
+# many requests, over more than a window: the log never holds more than N
+{
+    my $key;
+    my $max = 0;
+    my $t0 = now();
+    my $sent = 0;
+    while (now() < $t0 + 2.5) {
+        my @c = http_parallel($port, [ ('/log?k=many') x 20 ],
+                              concurrency => 5);
+        $sent += @c;
+        ($key) = keys_of('*{many}*') unless $key;
+        next unless $key;
+        my $n = $r->cli('ZCARD', $key);
+        $max = $n if $n > $max;
+    }
+    ok($sent >= 100, "sliding_log 5r/2s: $sent requests over 2.5s");
+    ok($max >= 1 && $max <= 5, "sliding_log: ZCARD never above N ($max)");
+    my $pttl = $r->cli('PTTL', $key);
+    ok($pttl > 0 && $pttl <= 2001, "sliding_log: PTTL $pttl <= 2000 ms");
+
+    my @c = map { http_get($port, "/bigcost?k=big&c=$_")->{code} } 3, 3, 2, 9;
+    is("@c", '200 429 200 429', 'sliding_log 5r/10s: cost 3, 3, 2, 9');
+    ($key) = keys_of('*{big}*');
+    my $n = $key ? $r->cli('ZCARD', $key) : -1;
+    ok($n >= 1 && $n <= 5, "sliding_log with cost: ZCARD $n <= N (5)");
+}
+
+# ------------------------------------------------------------ refunds
+
+{
+    my @c = map { http_get($port, '/refund_redis?k=rf')->{code} } 1 .. 3;
+    is("@c", '200 429 429', 'two Redis zones: the second rejects');
+    @c = map { http_get($port, '/refund_embedded?k=rf2')->{code} } 1 .. 3;
+    is("@c", '200 429 429', 'Redis and embedded: the embedded rule rejects');
+    my ($lkey) = keys_of('rl:{rf}:*');
+    is($lkey ? $r->cli('ZCARD', $lkey) : -1, 1,
+       'the sliding_log of the Redis zone counts only the admitted request');
+}
+
+my @all = keys_of();
+my @bad = grep {
+    my $t = $r->cli('PTTL', $_);
+    $t <= 0 || $t > ($_ =~ /\{ctbday\}/ ? 86400000 : 10000)
+} @all;
+ok(@all && !@bad, 'every key has a TTL within its rule\'s horizon ('
+                  . scalar(@all) . ' keys)')
+    or diag(join "\n", map { "$_: PTTL " . $r->cli('PTTL', $_) } @bad);
+
+# ------------------------------------------------------------ idle
+
+# the client goes away: within the longest horizon (bigcost's 10s is not
+# waited for; all others are at most 2s) nothing is left but it and tbday
+ok(wait_until(sub {
+    !grep { !/\{(?:big|ctbday)\}/ } keys_of();
+}, timeout => 5, interval => 0.1), 'idle: keys expire by themselves')
+    or diag(join ' ', keys_of());
+
+$ng->stop;
+$r->stop;
+done_testing();

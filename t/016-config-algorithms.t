@@ -1,0 +1,289 @@
+# Configuration of the algorithms, burst/delay/nodelay, cost and the
+# embedded store: every error nginx -t must report (in nginx's words, with
+# file:line), and valid configurations.
+
+use lib 't/lib';
+use RlTest;
+
+run_tests();
+done_testing();
+
+__DATA__
+
+=== TEST 1: burst= for fixed_window
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=fixed_window burst=5;
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "burst=5" for algorithm "fixed_window" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 2: burst= before algorithm= is judged the same
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s burst=5 algorithm=fixed_window;
+    empty_gif;
+}
+--- must_die
+--- error_log
+invalid parameter "burst=5" for algorithm "fixed_window"
+
+
+
+=== TEST 3: burst= for the default algorithm (sliding_window)
+--- http_config
+rl_zone main;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s burst=5; empty_gif; }
+--- must_die
+--- error_log
+invalid parameter "burst=5" for algorithm "sliding_window"
+
+
+
+=== TEST 4: burst= for sliding_log
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=sliding_log burst=5;
+    empty_gif;
+}
+--- must_die
+--- error_log
+invalid parameter "burst=5" for algorithm "sliding_log"
+
+
+
+=== TEST 5: nodelay for sliding_window
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=sliding_window nodelay;
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "nodelay" for algorithm "sliding_window" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 6: nodelay for the default algorithm, embedded zone
+--- http_config
+rl_zone main;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s nodelay; empty_gif; }
+--- must_die
+--- error_log
+invalid parameter "nodelay" for algorithm "sliding_window"
+
+
+
+=== TEST 7: delay= for token_bucket (it takes burst=, not delay=)
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=token_bucket burst=5 delay=1;
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "delay=1" for algorithm "token_bucket" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 8: delay= for fixed_window
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=fixed_window delay=1;
+    empty_gif;
+}
+--- must_die
+--- error_log
+invalid parameter "delay=1" for algorithm "fixed_window"
+
+
+
+=== TEST 9: non-numeric burst
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=gcra burst=x;
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid burst value "burst=x" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 10: negative burst
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=token_bucket burst=-1;
+    empty_gif;
+}
+--- must_die
+--- error_log
+invalid burst value "burst=-1"
+
+
+
+=== TEST 11: cost=0
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s cost=0; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid cost value "cost=0" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 12: cost= not a number nor a variable
+--- http_config
+rl_zone main;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=token_bucket cost=abc;
+    empty_gif;
+}
+--- must_die
+--- error_log
+invalid cost value "cost=abc"
+
+
+
+=== TEST 13: delay= and nodelay together
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=gcra burst=5 delay=2 nodelay;
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* "delay" and "nodelay" are mutually exclusive in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 14: nodelay and delay= together (the other order)
+--- http_config
+rl_zone main;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s algorithm=leaky_bucket burst=5 nodelay
+            delay=2;
+    empty_gif;
+}
+--- must_die
+--- error_log
+"delay" and "nodelay" are mutually exclusive
+
+
+
+=== TEST 15: size= on a Redis zone
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort size=10m;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* "size" is for a zone without "redis" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 16: size= too small
+--- http_config
+rl_zone main size=1k;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid size "1k" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 17: size= not a size
+--- http_config
+rl_zone main size=abc;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s; empty_gif; }
+--- must_die
+--- error_log
+invalid size "abc"
+
+
+
+=== TEST 18: unknown algorithm
+--- http_config
+rl_zone main;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s algorithm=foo; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid algorithm "foo" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 19: valid: every algorithm with the parameters it takes, both stores
+--- http_config
+rl_zone r redis=127.0.0.1:$RedisPort;
+rl_zone e;
+rl_zone small size=64k;
+rl_zone big size=32m;
+--- config
+location /t {
+    rl_rule zone=r key=a rate=5r/s algorithm=fixed_window cost=2;
+    rl_rule zone=r key=a rate=5r/s algorithm=sliding_window cost=$arg_c;
+    rl_rule zone=r key=a rate=5r/s algorithm=sliding_log name=log;
+    rl_rule zone=r key=a rate=5r/s algorithm=token_bucket burst=10;
+    rl_rule zone=r key=a rate=5r/s algorithm=leaky_bucket burst=5 delay=2;
+    rl_rule zone=r key=a rate=5r/s algorithm=gcra burst=5 nodelay;
+    rl_rule zone=e key=a rate=5r/s algorithm=fixed_window;
+    rl_rule zone=e key=a rate=5r/s algorithm=sliding_window cost=3;
+    rl_rule zone=e key=a rate=5r/s algorithm=sliding_log cost=$arg_c;
+    rl_rule zone=e key=a rate=5r/s algorithm=token_bucket;
+    rl_rule zone=e key=a rate=5r/s algorithm=leaky_bucket burst=5 nodelay;
+    rl_rule zone=small key=a rate=5r/s algorithm=gcra burst=5 delay=0;
+    rl_rule zone=big key=a rate=5r/s algorithm=gcra;
+    empty_gif;
+}
+--- syntax_only
+--- no_error_log
+[warn]
+
+
+
+=== TEST 20: valid: an embedded zone alone, no Redis anywhere, starts and limits
+--- http_config
+rl_zone main;
+--- config
+add_header X-RL-Status $rl_status always;
+location /t { rl_rule zone=main key=k rate=2r/d; empty_gif; }
+--- request eval
+["GET /t", "GET /t", "GET /t"]
+--- error_code eval
+[200, 200, 429]
+--- response_headers eval
+["X-RateLimit-Limit: 2\nX-RateLimit-Remaining: 1\nX-RL-Status: PASSED",
+ "X-RateLimit-Limit: 2\nX-RateLimit-Remaining: 0\nX-RL-Status: PASSED",
+ "X-RateLimit-Limit: 2\nX-RateLimit-Remaining: 0\nX-RL-Status: REJECTED"]
+--- no_error_log
+[warn]

@@ -1,0 +1,409 @@
+/* The C++ core (src/core/algorithm.cpp) and the Redis script (lua/) on
+ * the same request traces: for every step, the same decision and the
+ * same remaining, reset, retry and delay figures, to the microsecond;
+ * the same TTL as idleAtUs() says; and a rule that does not count a
+ * request leaves its key byte for byte as it was.
+ *
+ * Each step runs the embedded script inside a test-only wrapper script
+ * that DUMPs every key before and after, and records the TTL the script
+ * sets instead of setting it (so keys never expire on Redis' own clock
+ * while the trace runs on its own).
+ */
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/algorithm.hpp"
+#include "redis_fixture.hpp"
+
+namespace {
+
+using namespace rltest;
+using rl::Algorithm;
+
+constexpr uint64_t kDay = 86400 * kSec;
+
+/* The production script, run as a function, with `redis` shadowed so
+ * that a PEXPIRE is recorded instead of applied (the trace's clock is
+ * not Redis' clock: keys must not expire on their own), and each key's
+ * state around it: { reply, then per key: DUMP before, the TTL the
+ * script set (-1: none), DUMP after }. */
+std::string wrapperText() {
+    return "local real = redis\n"
+           "local ttl = {}\n"
+           "local redis = setmetatable({\n"
+           "    call = function(cmd, key, ...)\n"
+           "        if cmd == 'PEXPIRE' then\n"
+           "            ttl[key] = select(1, ...)\n"
+           "            return 1\n"
+           "        end\n"
+           "        return real.call(cmd, key, ...)\n"
+           "    end }, { __index = real })\n"
+           "local before = {}\n"
+           "for i = 1, #KEYS do\n"
+           "    before[i] = real.call('DUMP', KEYS[i])\n"
+           "end\n"
+           "local reply = (function()\n" +
+           std::string(rl::scriptText()) +
+           "end)()\n"
+           "if type(reply) ~= 'table' or reply.err then\n"
+           "    return reply\n"
+           "end\n"
+           "local out = { reply }\n"
+           "for i = 1, #KEYS do\n"
+           "    out[#out + 1] = before[i] or ''\n"
+           "    out[#out + 1] = ttl[KEYS[i]] or -1\n"
+           "    out[#out + 1] = real.call('DUMP', KEYS[i]) or ''\n"
+           "end\n"
+           "return out\n";
+}
+
+/* One rule on both sides. */
+struct Twin {
+    Rule rule;
+    rl::Params p;
+    rl::State s{};
+    std::vector<int64_t> log;
+};
+
+Twin twin(std::string_view value, Algorithm a, uint64_t limit,
+          uint64_t windowUs, uint64_t burst = 0, uint64_t delay = 0) {
+    if (!rl::takesBurst(a)) {
+        burst = 0;
+    }
+    if (!rl::takesDelay(a)) {
+        delay = 0;
+    }
+    std::string name(rl::algorithmName(a));
+    Twin t;
+    t.rule = {ScriptFixture::stateKey(value, name + std::to_string(limit),
+                                      name, windowUs),
+              name, limit, windowUs, burst, 1, delay};
+    t.p = {a, limit, windowUs, burst, delay};
+    t.log.assign(rl::logSlots(t.p), 0);
+    return t;
+}
+
+std::string name(const Twin& t) {
+    std::ostringstream s;
+    s << t.rule.algorithm << " " << t.p.limit << "/" << t.p.windowUs
+      << "us burst " << t.p.burst << " delay " << t.p.delay;
+    return s.str();
+}
+
+class Differential : public ScriptFixture {
+protected:
+    void SetUp() override {
+        ScriptFixture::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
+        }
+        ReplyPtr r = command({"SCRIPT", "LOAD", wrapperText()});
+        ASSERT_NE(r, nullptr);
+        ASSERT_EQ(r->type, REDIS_REPLY_STRING)
+            << std::string(r->str != nullptr ? r->str : "", r->len);
+        wrapperSha_.assign(r->str, r->len);
+    }
+
+    /* One request through both: 1 admitted, 0 rejected, -1 once they
+     * disagree. */
+    int step(std::vector<Twin>& rules, const std::vector<uint64_t>& costs,
+              int64_t now, const std::string& where) {
+        const size_t n = rules.size();
+        std::vector<rl::Params> p;
+        std::vector<rl::State*> s;
+        std::vector<int64_t*> logs;
+        std::vector<Rule> lua;
+        for (size_t i = 0; i < n; i++) {
+            p.push_back(rules[i].p);
+            s.push_back(&rules[i].s);
+            logs.push_back(rules[i].log.data());
+            lua.push_back(rules[i].rule);
+            lua.back().cost = costs[i];
+        }
+        std::vector<rl::Figures> want(n);
+        bool allowed = rl::decide(p.data(), s.data(), logs.data(),
+                                  costs.data(), n, now, want.data());
+
+        std::vector<std::string> argv =
+            argvOf(lua, static_cast<uint64_t>(now), true, false);
+        argv[1] = wrapperSha_;
+        ReplyPtr all = command(argv);
+        if (all == nullptr || all->type != REDIS_REPLY_ARRAY ||
+            all->elements != 1 + 3 * n) {
+            ADD_FAILURE() << where << ": the script failed: "
+                          << (all != nullptr && all->str != nullptr
+                                  ? all->str
+                                  : "?");
+            return -1;
+        }
+        redisReply** e = all->element;
+        const redisReply* reply = e[0];
+        if (reply->type != REDIS_REPLY_ARRAY) {
+            ADD_FAILURE() << where << ": script said "
+                          << (reply->str != nullptr ? reply->str : "?");
+            return -1;
+        }
+
+        std::ostringstream cpp, redis;
+        cpp << (allowed ? 1 : 0);
+        for (const rl::Figures& f : want) {
+            cpp << " | " << f.remaining << " " << f.resetUs << " "
+                << f.retryUs << " " << f.delayUs;
+        }
+        cpp << " | " << now;
+        for (size_t i = 0; i < reply->elements; i++) {
+            redis << (i % 4 == 1 && i > 0 ? " | " : " ")
+                  << reply->element[i]->integer;
+        }
+        std::string a = cpp.str();
+        std::string b = redis.str().substr(1);
+        EXPECT_EQ(a, b) << where << " at " << now;
+        bool same = a == b;
+
+        /* The decision decodes as the module decodes it. */
+        bool decoded = false;
+        int64_t nowUs = -1;
+        std::vector<RuleOutcome> out(n);
+        EXPECT_EQ(rl::decodeReply(reply, n, &decoded, out.data(), &nowUs),
+                  ReplyStatus::Ok)
+            << where;
+        EXPECT_EQ(decoded, allowed) << where;
+
+        for (size_t i = 0; i < n; i++) {
+            const redisReply* before = e[1 + 3 * i];
+            const redisReply* ttl = e[2 + 3 * i];
+            const redisReply* after = e[3 + 3 * i];
+            bool counted = allowed && costs[i] > 0;
+            if (!counted) {
+                /* untouched: same bytes, no TTL set */
+                bool equal = before->type == after->type &&
+                             before->len == after->len &&
+                             std::string_view(before->str != nullptr
+                                                  ? before->str
+                                                  : "",
+                                              before->len) ==
+                                 std::string_view(after->str != nullptr
+                                                      ? after->str
+                                                      : "",
+                                                  after->len);
+                EXPECT_TRUE(equal) << where << ": " << name(rules[i])
+                                   << " changed without counting";
+                EXPECT_EQ(ttl->integer, -1) << where << ": " << name(rules[i]);
+                same = same && equal;
+                continue;
+            }
+            int64_t idle = rl::idleAtUs(rules[i].p, rules[i].s,
+                                        rules[i].log.data(), now);
+            /* until idle, in ms rounded up, plus 1 (see lua/rl.lua) */
+            EXPECT_GT(idle, now) << where << ": " << name(rules[i]);
+            EXPECT_EQ(ttl->integer, rl::msCeil(idle - now) + 1)
+                << where << ": " << name(rules[i]) << " idle at " << idle;
+            EXPECT_GT(after->len, 0u) << where << ": " << name(rules[i]);
+        }
+        if (!same || HasFailure()) {
+            return -1;
+        }
+        for (const rl::Figures& f : want) {
+            delayed_ += f.delayUs > 0 ? 1 : 0;
+        }
+        return allowed ? 1 : 0;
+    }
+
+    /* Gives back a decision at `then` on both sides. */
+    void refundBoth(std::vector<Twin>& rules,
+                    const std::vector<uint64_t>& costs, int64_t then) {
+        std::vector<Rule> lua;
+        for (size_t i = 0; i < rules.size(); i++) {
+            rl::refund(rules[i].p, rules[i].s, rules[i].log.data(),
+                       costs[i], then);
+            lua.push_back(rules[i].rule);
+            lua.back().cost = costs[i];
+        }
+        refund(lua, static_cast<uint64_t>(then));
+        for (const Rule& r : lua) {
+            EXPECT_EQ(pttl(r.key) >= 0, false) << "no TTL: nothing expires";
+        }
+    }
+
+    std::string wrapperSha_;
+    int delayed_ = 0; /* rules that delayed an admitted request */
+
+    /* A random trace: gaps around the rate's interval, now and then a
+     * long pause or (if `back`) a step back; costs 0..3, now and then
+     * more than any capacity; now and then a refund of the last
+     * admitted request. Returns the rejections seen. */
+    int randomTrace(std::vector<Twin>& rules, uint64_t seed, int steps,
+                    int64_t interval, int64_t pause, bool back) {
+        std::mt19937_64 rng(seed);
+        int64_t t = static_cast<int64_t>(windowStart(kDay)) +
+                    static_cast<int64_t>(rng() % kSec);
+        std::vector<std::pair<int64_t, std::vector<uint64_t>>> admitted;
+        int rejections = 0;
+        for (int i = 0; i < steps; i++) {
+            uint64_t r = rng() % 100;
+            if (r < 4) {
+                t += static_cast<int64_t>(rng() % static_cast<uint64_t>(pause));
+            } else if (back && r < 8) {
+                t -= static_cast<int64_t>(rng() % static_cast<uint64_t>(pause));
+            } else {
+                t += static_cast<int64_t>(rng() % static_cast<uint64_t>(
+                                                      2 * interval + 2));
+            }
+            std::vector<uint64_t> costs;
+            for (size_t k = 0; k < rules.size(); k++) {
+                uint64_t c = rng() % 4;
+                if (rng() % 50 == 0) {
+                    c = rules[k].p.limit + rules[k].p.burst + 1;
+                }
+                costs.push_back(c);
+            }
+            if (!admitted.empty() && rng() % 12 == 0) {
+                refundBoth(rules, admitted.back().second,
+                           admitted.back().first);
+                admitted.pop_back();
+            }
+            std::ostringstream where;
+            where << "seed " << seed << " step " << i;
+            int d = step(rules, costs, t, where.str());
+            if (d < 0) {
+                return -1;
+            }
+            if (d == 1) {
+                admitted.emplace_back(t, costs);
+            } else {
+                rejections++;
+            }
+        }
+        return rejections;
+    }
+};
+
+/* ------------------------------------------------------------------ */
+
+const Algorithm kAll[] = {Algorithm::FixedWindow, Algorithm::SlidingWindow,
+                          Algorithm::SlidingLog,  Algorithm::TokenBucket,
+                          Algorithm::LeakyBucket, Algorithm::Gcra};
+
+class EveryAlgorithm : public Differential,
+                       public testing::WithParamInterface<Algorithm> {};
+
+/* Fixed timestamps around the edges of a 3r/10s rule (burst 2, delay
+ * 1 where taken): the same instant many times, a window's last and
+ * first microseconds, costs 0 to 6, a clock going back. */
+TEST_P(EveryAlgorithm, FixedTrace) {
+    const int64_t sec = static_cast<int64_t>(kSec);
+    const int64_t w = 10 * sec;
+    const int64_t t0 = static_cast<int64_t>(windowStart(w));
+    std::vector<Twin> rules = {twin("fixed", GetParam(), 3, w, 2, 1)};
+    struct Step {
+        int64_t at;
+        uint64_t cost;
+    };
+    const Step trace[] = {
+        {t0, 1},          {t0, 1},           {t0, 0},
+        {t0, 1},          {t0, 1},           {t0 + 1, 1},
+        {t0 + 5 * sec, 2}, {t0 + w - 1, 1}, {t0 + w, 1},
+        {t0 + w, 6},      {t0 + w + 1, 3},   {t0 + w + 3333333, 1},
+        {t0 + w + 3333334, 1}, {t0 + 2 * w - 1, 2}, {t0 + 5 * sec, 1},
+        {t0 + w, 1},      {t0 + 2 * w, 3},   {t0 + 2 * w, 1},
+        {t0 + 4 * w + 7, 1}, {t0 + 4 * w + 7, 1}, {t0 + 4 * w + 8, 2},
+        {t0 + 9 * w, 0},  {t0 + 9 * w, 4},   {t0 + 9 * w + 1, 1}};
+    int i = 0;
+    for (const Step& st : trace) {
+        ASSERT_GE(step(rules, {st.cost}, st.at, "step " + std::to_string(i)),
+                  0);
+        i++;
+    }
+}
+
+/* Random traces at 1r/d, 1000000r/s, 1000r/ms, 7r/13s and 3r/s, with
+ * random bursts and delays, refunds, pauses and steps back. */
+TEST_P(EveryAlgorithm, RandomTraces) {
+    struct Rate {
+        uint64_t n, w;
+    };
+    const Rate rates[] = {{1, kDay},        {1000000, kSec}, {1000, kMs},
+                          {7, 13 * kSec},   {3, kSec}};
+    std::mt19937_64 rng(1234 + static_cast<int>(GetParam()));
+    int rejections = 0;
+    int traces = 0;
+    for (const Rate& r : rates) {
+        for (int variant = 0; variant < 2; variant++) {
+            uint64_t burst = rng() % 6;
+            uint64_t delay = rng() % (burst + 2); /* burst + 1: none */
+            if (GetParam() == Algorithm::TokenBucket && burst == 0) {
+                burst = r.n; /* the default */
+            }
+            std::vector<Twin> rules = {
+                twin("r" + std::to_string(traces), GetParam(), r.n, r.w,
+                     burst, std::min(delay, burst))};
+            int64_t interval = static_cast<int64_t>(r.w / r.n);
+            int got = randomTrace(rules, rng(), 150, interval,
+                                  static_cast<int64_t>(2 * r.w),
+                                  variant == 1);
+            ASSERT_GE(got, 0) << name(rules[0]);
+            rejections += got;
+            traces++;
+        }
+    }
+    EXPECT_GT(rejections, 100); /* the traces do reach the limits */
+    if (rl::takesDelay(GetParam())) {
+        EXPECT_GT(delayed_, 20); /* and shape requests */
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Lua, EveryAlgorithm, testing::ValuesIn(kAll),
+                         [](const testing::TestParamInfo<Algorithm>& i) {
+                             return std::string(rl::algorithmName(i.param));
+                         });
+
+/* All six stacked in one call: a request counts in all or in none. */
+TEST_F(Differential, SixAlgorithmsStacked) {
+    std::vector<Twin> rules = {
+        twin("stack", Algorithm::FixedWindow, 5, 2 * kSec),
+        twin("stack", Algorithm::SlidingWindow, 6, 3 * kSec),
+        twin("stack", Algorithm::SlidingLog, 4, kSec),
+        twin("stack", Algorithm::TokenBucket, 3, kSec, 4),
+        twin("stack", Algorithm::LeakyBucket, 4, kSec, 3, 1),
+        twin("stack", Algorithm::Gcra, 5, kSec, 2, 0)};
+    int got = randomTrace(rules, 99, 400, 150 * static_cast<int64_t>(kMs),
+                          static_cast<int64_t>(4 * kSec), false);
+    ASSERT_GE(got, 0);
+    EXPECT_GT(got, 100);
+    got = randomTrace(rules, 100, 200, 150 * static_cast<int64_t>(kMs),
+                      static_cast<int64_t>(4 * kSec), true);
+    ASSERT_GE(got, 0);
+}
+
+/* 1r/d and 1000000r/s stacked on one key, with shaping. */
+TEST_F(Differential, ExtremeRatesStacked) {
+    std::vector<Twin> rules = {
+        twin("x", Algorithm::Gcra, 1000000, kSec, 20, 5),
+        twin("x", Algorithm::TokenBucket, 1, kDay, 1),
+        twin("x", Algorithm::LeakyBucket, 1000000, kSec, 8, 2),
+        twin("x", Algorithm::SlidingLog, 1, kDay)};
+    std::vector<uint64_t> costs = {1, 0, 1, 0};
+    int64_t t = static_cast<int64_t>(windowStart(kDay)) + 17;
+    for (int i = 0; i < 60; i++) {
+        ASSERT_GE(step(rules, costs, t + i / 3, "burst " + std::to_string(i)),
+                  0);
+    }
+    costs = {1, 1, 1, 1};
+    ASSERT_EQ(step(rules, costs, t + 100, "first of the day"), 1);
+    ASSERT_EQ(step(rules, costs, t + 200, "second of the day"), 0);
+    ASSERT_EQ(step(rules, costs, t + static_cast<int64_t>(kDay) + 99,
+                   "a day less 1 us"),
+              0);
+    ASSERT_EQ(step(rules, costs, t + static_cast<int64_t>(kDay) + 100,
+                   "a day later"),
+              1);
+}
+
+}  // namespace

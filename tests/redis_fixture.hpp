@@ -1,0 +1,458 @@
+/* A real redis-server for the script's tests (lua_script_test.cpp,
+ * differential_test.cpp): the embedded script run with the test-only
+ * `now` argument (ARGV[2], microseconds) so edges are exact.
+ *
+ * The fixture starts `redis-server --port 0 --unixsocket DIR/r.sock`
+ * once per test suite, polls for readiness with a deadline and kills it
+ * afterwards; each test starts from FLUSHALL. Without redis-server on
+ * PATH the tests are skipped.
+ *
+ * Keys expire on Redis' real clock while the script sees the test's
+ * clock, so tests keep state TTLs long (seconds), or persist keys. */
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/reply.hpp"
+#include "core/script.hpp"
+#include "core/state_key.hpp"
+
+namespace rltest {
+
+using rl::ReplyStatus;
+using rl::RuleOutcome;
+
+inline constexpr uint64_t kMs = 1000;
+inline constexpr uint64_t kSec = 1000 * kMs;
+
+/* A fixed instant in 2023; tests align it to their windows. */
+inline constexpr uint64_t kEpochUs = 1700000000ULL * kSec;
+
+inline uint64_t windowStart(uint64_t windowUs) {
+    return (kEpochUs / windowUs + 1) * windowUs;
+}
+
+inline std::string findInPath(const char* name) {
+    const char* path = std::getenv("PATH");
+    std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin";
+    std::istringstream in(dirs);
+    std::string dir;
+    while (std::getline(in, dir, ':')) {
+        std::string file = (dir.empty() ? "." : dir) + "/" + name;
+        if (access(file.c_str(), X_OK) == 0) {
+            return file;
+        }
+    }
+    return {};
+}
+
+inline std::string readFile(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+struct ReplyDeleter {
+    void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+/* One rule of a call: its state key and constant arguments. */
+struct Rule {
+    std::string key;
+    std::string algorithm;
+    uint64_t limit;
+    uint64_t windowUs;
+    uint64_t burst = 0;
+    uint64_t cost = 1;
+    uint64_t delay = 0;
+};
+
+struct Decision {
+    ReplyStatus status = ReplyStatus::Malformed;
+    bool allowed = false;
+    std::vector<RuleOutcome> out;
+    int64_t nowUs = -1;
+    std::string error;
+};
+
+inline std::string describe(const Decision& d) {
+    std::ostringstream s;
+    s << (d.allowed ? "allowed" : "rejected");
+    for (const RuleOutcome& o : d.out) {
+        s << " {remaining " << o.remaining << ", reset_ms " << o.resetMs
+          << ", retry_ms " << o.retryMs << ", delay_ms " << o.delayMs << "}";
+    }
+    return s.str();
+}
+
+class ScriptFixture : public testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        std::string server = findInPath("redis-server");
+        if (server.empty()) {
+            missing_ = true;
+            return;
+        }
+        char dir[] = "/tmp/rl_lua_test.XXXXXX";
+        if (mkdtemp(dir) == nullptr) {
+            startError_ = "mkdtemp failed";
+            return;
+        }
+        dir_ = dir;
+        socket_ = dir_ + "/r.sock";
+        std::string log = dir_ + "/redis.log";
+
+        /* Everything the child needs is built before fork. */
+        std::vector<std::string> args = {
+            server, "--port", "0", "--unixsocket", socket_,
+            "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+            "--dir", dir_, "--daemonize", "no", "--loglevel", "warning",
+            "--logfile", ""};
+        std::vector<char*> argv;
+        for (std::string& a : args) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+
+        pid_t parent = getpid();
+        pid_ = fork();
+        if (pid_ < 0) {
+            startError_ = "fork failed";
+            return;
+        }
+        if (pid_ == 0) {
+            /* Dies with the test binary, even if it crashes. */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) {
+                _exit(126);
+            }
+            int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            int in = open("/dev/null", O_RDONLY);
+            if (out >= 0 && in >= 0) {
+                dup2(in, 0);
+                dup2(out, 1);
+                dup2(out, 2);
+            }
+            execv(argv[0], argv.data());
+            _exit(127);
+        }
+
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::seconds(10);
+        while (std::chrono::steady_clock::now() < deadline) {
+            int status;
+            if (waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                startError_ = "redis-server exited (status " +
+                              std::to_string(status) + "):\n" +
+                              readFile(log);
+                return;
+            }
+            if (ping()) {
+                return;
+            }
+            timespec poll = {0, 2 * 1000 * 1000};
+            nanosleep(&poll, nullptr);
+        }
+        startError_ = "redis-server not ready within 10 s:\n" + readFile(log);
+    }
+
+    static void TearDownTestSuite() {
+        if (pid_ > 0) {
+            kill(pid_, SIGKILL);
+            int status;
+            waitpid(pid_, &status, 0);
+            pid_ = -1;
+        }
+        if (!dir_.empty()) {
+            std::error_code ignored;
+            std::filesystem::remove_all(dir_, ignored);
+            dir_.clear();
+        }
+        missing_ = false;
+        startError_.clear();
+    }
+
+    static bool ping() {
+        timeval tv = {1, 0};
+        redisContext* c = redisConnectUnixWithTimeout(socket_.c_str(), tv);
+        bool ok = false;
+        if (c != nullptr && c->err == 0) {
+            auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
+            ok = r != nullptr && r->type == REDIS_REPLY_STATUS &&
+                 std::string_view(r->str, r->len) == "PONG";
+            if (r != nullptr) {
+                freeReplyObject(r);
+            }
+        }
+        if (c != nullptr) {
+            redisFree(c);
+        }
+        return ok;
+    }
+
+    void SetUp() override {
+        if (missing_) {
+            GTEST_SKIP() << "redis-server is not installed";
+        }
+        ASSERT_TRUE(startError_.empty()) << startError_;
+        timeval tv = {5, 0};
+        c_ = redisConnectUnixWithTimeout(socket_.c_str(), tv);
+        ASSERT_NE(c_, nullptr);
+        ASSERT_EQ(c_->err, 0) << c_->errstr;
+        ASSERT_EQ(redisSetTimeout(c_, tv), REDIS_OK);
+        command({"FLUSHALL"});
+    }
+
+    void TearDown() override {
+        if (c_ != nullptr) {
+            redisFree(c_);
+            c_ = nullptr;
+        }
+    }
+
+    ReplyPtr command(const std::vector<std::string>& args) {
+        std::vector<const char*> argv;
+        std::vector<size_t> lens;
+        for (const std::string& a : args) {
+            argv.push_back(a.data());
+            lens.push_back(a.size());
+        }
+        return commandArgv(argv, lens);
+    }
+
+    ReplyPtr commandArgv(const std::vector<const char*>& argv,
+                         const std::vector<size_t>& lens) {
+        auto* r = static_cast<redisReply*>(redisCommandArgv(
+            c_, static_cast<int>(argv.size()),
+            const_cast<const char**>(argv.data()), lens.data()));
+        EXPECT_NE(r, nullptr) << "connection error: " << c_->errstr;
+        return ReplyPtr(r);
+    }
+
+    /* One call of the script for these rules: EVAL (or EVALSHA) with
+     * fillArgv's layout, `now` nowUs ("" if 0), maybe a refund. */
+    ReplyPtr run(const std::vector<Rule>& rules, uint64_t nowUs, bool sha,
+                 bool refund) {
+        std::vector<std::string> argv = argvOf(rules, nowUs, sha, refund);
+        std::vector<const char*> ptrs;
+        std::vector<size_t> lens;
+        for (const std::string& a : argv) {
+            ptrs.push_back(a.data());
+            lens.push_back(a.size());
+        }
+        return commandArgv(ptrs, lens);
+    }
+
+    /* The argument vector of one call, as strings. */
+    static std::vector<std::string> argvOf(const std::vector<Rule>& rules,
+                                           uint64_t nowUs, bool sha,
+                                           bool refund) {
+        size_t n = rules.size();
+        std::string count = std::to_string(n);
+        std::string now = nowUs == 0 ? "" : std::to_string(nowUs);
+        std::vector<std::string> text;
+        text.reserve(5 * n);
+        std::vector<std::string_view> keys;
+        std::vector<rl::RuleArgs> args;
+        for (const Rule& r : rules) {
+            keys.push_back(r.key);
+            size_t at = text.size();
+            for (uint64_t v : {r.limit, r.windowUs, r.burst, r.cost, r.delay}) {
+                text.push_back(std::to_string(v));
+            }
+            args.push_back({r.algorithm, text[at], text[at + 1], text[at + 2],
+                            text[at + 3], text[at + 4]});
+        }
+        std::vector<const char*> argv(rl::argvCount(n, refund));
+        std::vector<size_t> lens(rl::argvCount(n, refund));
+        rl::fillArgv(argv.data(), lens.data(), sha ? "EVALSHA" : "EVAL",
+                     sha ? rl::scriptSha() : rl::scriptText(), count,
+                     keys.data(), args.data(), n, now, refund);
+        std::vector<std::string> out;
+        for (size_t i = 0; i < argv.size(); i++) {
+            out.emplace_back(argv[i], lens[i]);
+        }
+        return out;
+    }
+
+    Decision call(const std::vector<Rule>& rules, uint64_t nowUs,
+                  bool sha = false) {
+        size_t n = rules.size();
+        ReplyPtr reply = run(rules, nowUs, sha, false);
+        Decision d;
+        d.out.assign(n, RuleOutcome{-1, -1, -1, -1});
+        d.status = rl::decodeReply(reply.get(), n, &d.allowed, d.out.data(),
+                                   &d.nowUs);
+        if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+            d.error.assign(reply->str, reply->len);
+        }
+        if (d.status == ReplyStatus::Ok && nowUs != 0) {
+            EXPECT_EQ(d.nowUs, static_cast<int64_t>(nowUs))
+                << "the reply's time is not the time given";
+        }
+        return d;
+    }
+
+    /* Gives back what a decision at thenUs counted; the reply is 1. */
+    void refund(const std::vector<Rule>& rules, uint64_t thenUs) {
+        ReplyPtr reply = run(rules, thenUs, false, true);
+        ASSERT_NE(reply, nullptr);
+        EXPECT_EQ(reply->type, REDIS_REPLY_INTEGER)
+            << std::string(reply->str != nullptr ? reply->str : "",
+                           reply->len);
+        EXPECT_EQ(reply->integer, 1);
+    }
+
+    /* A call that must decode; its decision. */
+    Decision decide(const std::vector<Rule>& rules, uint64_t nowUs) {
+        Decision d = call(rules, nowUs);
+        EXPECT_EQ(d.status, ReplyStatus::Ok) << d.error;
+        return d;
+    }
+
+    bool admits(const Rule& rule, uint64_t nowUs) {
+        return decide({rule}, nowUs).allowed;
+    }
+
+    /* Would this call be admitted at nowUs? Runs it on copies of the
+     * keys, leaving the real state untouched. */
+    Decision probe(const std::vector<Rule>& rules, uint64_t nowUs) {
+        std::vector<Rule> copies = rules;
+        for (size_t i = 0; i < copies.size(); i++) {
+            copies[i].key += ":probe";
+            command({"DEL", copies[i].key});
+            command({"COPY", rules[i].key, copies[i].key});
+        }
+        Decision d = decide(copies, nowUs);
+        for (const Rule& r : copies) {
+            command({"DEL", r.key});
+        }
+        return d;
+    }
+
+    std::map<std::string, std::string> hgetall(const std::string& key) {
+        std::map<std::string, std::string> h;
+        ReplyPtr r = command({"HGETALL", key});
+        if (r == nullptr || r->type != REDIS_REPLY_ARRAY) {
+            ADD_FAILURE() << "HGETALL " << key << " failed";
+            return h;
+        }
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            h[std::string(r->element[i]->str, r->element[i]->len)] =
+                std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+        }
+        return h;
+    }
+
+    long long integerCommand(const std::vector<std::string>& args) {
+        ReplyPtr r = command(args);
+        if (r == nullptr || r->type != REDIS_REPLY_INTEGER) {
+            ADD_FAILURE() << args[0] << " did not return an integer";
+            return -100;
+        }
+        return r->integer;
+    }
+
+    long long pttl(const std::string& key) {
+        return integerCommand({"PTTL", key});
+    }
+
+    int64_t redisTimeUs() {
+        ReplyPtr r = command({"TIME"});
+        if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            ADD_FAILURE() << "TIME failed";
+            return -1;
+        }
+        return std::stoll(std::string(r->element[0]->str,
+                                      r->element[0]->len)) * 1000000 +
+               std::stoll(std::string(r->element[1]->str,
+                                      r->element[1]->len));
+    }
+
+public:
+    /* A state key as the module builds it. */
+    static std::string stateKey(std::string_view value, std::string_view rule,
+                                std::string_view algorithm,
+                                uint64_t windowUs) {
+        std::string id = rl::ruleId("test", rule, algorithm, windowUs,
+                                    "$remote_addr");
+        std::string key(rl::stateKeyLength(3, value), '\0');
+        rl::writeStateKey(key.data(), "rl:", value, id);
+        return key;
+    }
+
+    static Rule fixed(std::string_view value, uint64_t limit,
+                      uint64_t windowUs) {
+        return {stateKey(value, "f", "fixed_window", windowUs),
+                "fixed_window", limit, windowUs};
+    }
+
+    static Rule sliding(std::string_view value, uint64_t limit,
+                        uint64_t windowUs) {
+        return {stateKey(value, "s", "sliding_window", windowUs),
+                "sliding_window", limit, windowUs};
+    }
+
+    static Rule log(std::string_view value, uint64_t limit,
+                    uint64_t windowUs) {
+        return {stateKey(value, "l", "sliding_log", windowUs),
+                "sliding_log", limit, windowUs};
+    }
+
+    static Rule token(std::string_view value, uint64_t limit,
+                      uint64_t windowUs, uint64_t burst) {
+        return {stateKey(value, "t", "token_bucket", windowUs),
+                "token_bucket", limit, windowUs, burst};
+    }
+
+    /* delay = burst: nodelay */
+    static Rule leaky(std::string_view value, uint64_t limit,
+                      uint64_t windowUs, uint64_t burst, uint64_t delay) {
+        return {stateKey(value, "b", "leaky_bucket", windowUs),
+                "leaky_bucket", limit, windowUs, burst, 1, delay};
+    }
+
+    static Rule gcra(std::string_view value, uint64_t limit,
+                     uint64_t windowUs, uint64_t burst, uint64_t delay) {
+        return {stateKey(value, "g", "gcra", windowUs), "gcra", limit,
+                windowUs, burst, 1, delay};
+    }
+
+protected:
+    static inline bool missing_ = false;
+    static inline std::string startError_;
+    static inline pid_t pid_ = -1;
+    static inline std::string dir_;
+    static inline std::string socket_;
+
+    redisContext* c_ = nullptr;
+};
+
+}  // namespace rltest
