@@ -25,6 +25,7 @@
 
 #define NGX_HTTP_RL_CLIENT_NAME         "ngx_rl"
 #define NGX_HTTP_RL_MAX_COST            1000000
+#define NGX_HTTP_RL_MAX_LOG             100000
 
 
 typedef struct ngx_http_rl_link_s  ngx_http_rl_link_t;

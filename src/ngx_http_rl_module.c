@@ -955,6 +955,18 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 
     rule->algorithm = (ngx_uint_t) alg;
 
+    /* the log holds N times per key, in Redis and in shared memory */
+
+    if (rule->limit > NGX_HTTP_RL_MAX_LOG
+        && ngx_strncmp(ra->algorithm.data, "sliding_log", 11) == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "rate \"%V\" is too large for \"sliding_log\" "
+                           "(at most %d requests per window)", &ra->rate,
+                           NGX_HTTP_RL_MAX_LOG);
+        return NGX_CONF_ERROR;
+    }
+
     rv = ngx_http_rl_rule_shape(cf, rule, ra);
     if (rv != NGX_CONF_OK) {
         return rv;

@@ -287,3 +287,29 @@ location /t { rl_rule zone=main key=k rate=2r/d; empty_gif; }
  "X-RateLimit-Limit: 2\nX-RateLimit-Remaining: 0\nX-RL-Status: REJECTED"]
 --- no_error_log
 [warn]
+
+
+
+=== TEST 90: sliding_log keeps N times per key: N is bounded
+--- http_config
+rl_zone main;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=100001r/h algorithm=sliding_log;
+    empty_gif;
+}
+--- must_die
+--- error_log
+rate "100001r/h" is too large for "sliding_log" (at most 100000 requests per window)
+
+
+
+=== TEST 91: sliding_log at the bound is accepted
+--- http_config
+rl_zone main;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=100000r/h algorithm=sliding_log;
+    empty_gif;
+}
+--- syntax_only
