@@ -8,9 +8,10 @@
 -- ARGV[1]   number of rules n
 -- ARGV[2]   time in microseconds, or "" to read Redis' TIME (a decision
 --           never sends one but in tests; a refund sends its decision's)
--- ARGV[3 + 6 * (i - 1) ...]  rule i, decimal: algorithm, limit N,
---           window_us W, burst B, cost C, delay D (see src/core/script.hpp)
--- ARGV[3 + 6 * n]  absent to decide; "refund" to give back what the
+-- ARGV[3 + 7 * (i - 1) ...]  rule i, decimal: algorithm, limit N,
+--           window_us W, burst B, cost C, delay D, dry run (1 or 0) (see
+--           src/core/script.hpp)
+-- ARGV[3 + 7 * n]  absent to decide; "refund" to give back what the
 --           decision made at time ARGV[2] counted (when another zone
 --           rejected the request)
 --
@@ -22,8 +23,10 @@
 --   reset_us   until the rule is whole again (or frees capacity if full)
 --   retry_us   0 if the rule admits this request, else until it would
 --   delay_us   admitted and shaped by delay=: wait before serving, else 0
--- A request is admitted only if every rule admits it; then every rule
--- counts it, otherwise none does (a rejection writes nothing).
+-- A request is admitted only if every rule that is not a dry run admits
+-- it; then every rule that admits it counts it (a dry-run rule that would
+-- reject it takes nothing, and never delays), otherwise none does (a
+-- rejection writes nothing).
 --
 -- Every key written expires when its state decides as a fresh one
 -- would (src/core/algorithm.hpp idleAtUs), in ms rounded up, plus 1 ms:
@@ -45,11 +48,11 @@ end
 
 local rules = {}
 for i = 1, n do
-    local a = 3 + 6 * (i - 1)
+    local a = 3 + 7 * (i - 1)
     local r = { alg = ALG[ARGV[a]], name = ARGV[a],
                 limit = tonumber(ARGV[a + 1]), window = tonumber(ARGV[a + 2]),
                 burst = tonumber(ARGV[a + 3]), cost = tonumber(ARGV[a + 4]),
-                delay = tonumber(ARGV[a + 5]) }
+                delay = tonumber(ARGV[a + 5]), dry = ARGV[a + 6] == '1' }
     if r.alg == nil then
         return redis.error_reply('ERR rl: unknown algorithm ' .. ARGV[a])
     end
@@ -61,7 +64,7 @@ for i = 1, n do
     rules[i] = r
 end
 
-if ARGV[3 + 6 * n] == 'refund' then
+if ARGV[3 + 7 * n] == 'refund' then
     for i = 1, n do
         local r = rules[i]
         r.alg.refund(KEYS[i], now, r.limit, r.window, r.burst, r.cost,
@@ -77,7 +80,7 @@ for i = 1, n do
     local s = r.alg.check(KEYS[i], now, r.limit, r.window, r.burst, r.cost,
                           r.delay)
     states[i] = s
-    if not s.ok then
+    if not s.ok and not r.dry then
         allowed = 0
     end
 end
@@ -86,14 +89,18 @@ local reply = { allowed }
 for i = 1, n do
     local s = states[i]
     local cost = rules[i].cost
-    if allowed == 1 then
+    if allowed == 1 and s.ok then
         if cost > 0 then
             rules[i].alg.commit(KEYS[i], s)
         end
         reply[#reply + 1] = math.max(s.left - cost, 0)
         reply[#reply + 1] = s.reset
         reply[#reply + 1] = s.retry
-        reply[#reply + 1] = s.delay
+        if rules[i].dry then
+            reply[#reply + 1] = 0
+        else
+            reply[#reply + 1] = s.delay
+        end
     else
         reply[#reply + 1] = s.left
         reply[#reply + 1] = s.reset

@@ -22,6 +22,22 @@
 #define NGX_HTTP_RL_STATUS_REJECTED     2
 #define NGX_HTTP_RL_STATUS_ERROR        3
 #define NGX_HTTP_RL_STATUS_DELAYED      4
+#define NGX_HTTP_RL_STATUS_DRY_RUN      5   /* REJECTED_DRY_RUN */
+
+/* rl_headers */
+#define NGX_HTTP_RL_HEADERS_OFF         0
+#define NGX_HTTP_RL_HEADERS_ON          1
+#define NGX_HTTP_RL_HEADERS_DRAFT       2
+
+/* rl_requests_total outcomes, per rule */
+#define NGX_HTTP_RL_PASSED              0
+#define NGX_HTTP_RL_REJECTED            1
+#define NGX_HTTP_RL_REJECTED_DRY_RUN    2
+#define NGX_HTTP_RL_DELAYED             3
+#define NGX_HTTP_RL_ERROR               4
+#define NGX_HTTP_RL_OUTCOMES            5
+
+#define NGX_HTTP_RL_LATENCY_BUCKETS     10
 
 #define NGX_HTTP_RL_CLIENT_NAME         "ngx_rl"
 #define NGX_HTTP_RL_MAX_COST            1000000
@@ -30,6 +46,22 @@
 
 typedef struct ngx_http_rl_link_s  ngx_http_rl_link_t;
 typedef struct ngx_http_rl_call_s  ngx_http_rl_call_t;
+
+
+/* Counters in the metrics zone: shared by all workers, kept across
+ * reloads (the zone is found again by name, entries by label). */
+typedef struct {
+    ngx_atomic_t                latency[NGX_HTTP_RL_LATENCY_BUCKETS + 1];
+    ngx_atomic_t                latency_sum_us;
+    ngx_atomic_t                timeouts;
+    ngx_atomic_t                reconnects;
+    ngx_atomic_t                up;
+    ngx_atomic_t                deny_cache_hits;
+} ngx_http_rl_zone_stats_t;
+
+typedef struct {
+    ngx_atomic_t                outcomes[NGX_HTTP_RL_OUTCOMES];
+} ngx_http_rl_rule_stats_t;
 
 
 typedef struct {
@@ -46,6 +78,7 @@ typedef struct {
     ngx_uint_t                  failure;
     ngx_uint_t                  index;
     ngx_uint_t                  declared;   /* 0: only referenced so far */
+    ngx_http_rl_zone_stats_t   *stats;      /* in the metrics zone */
     ngx_shm_zone_t             *shm_zone;   /* the embedded store */
     size_t                      size;
     void                       *sh;         /* its shared tree and queue */
@@ -66,6 +99,8 @@ typedef struct {
     uint64_t                    delay;      /* effective */
     uint64_t                    cost;       /* when constant */
     ngx_http_complex_value_t   *cost_cv;    /* cost=$variable */
+    ngx_uint_t                  dry_run;
+    ngx_http_rl_rule_stats_t   *stats;      /* in the metrics zone */
     char                        id[RL_RULE_ID_LEN];
     const char                 *args[RL_ARGS_PER_RULE];
     size_t                      arg_lens[RL_ARGS_PER_RULE];
@@ -76,13 +111,18 @@ typedef struct {
 
 typedef struct {
     ngx_array_t                 zones;      /* ngx_http_rl_zone_t * */
+    ngx_array_t                 rules;      /* ngx_http_rl_rule_t *, all */
     ngx_http_rl_link_t        **links;      /* per worker, by zone index */
+    ngx_shm_zone_t             *metrics;
 } ngx_http_rl_main_conf_t;
 
 
 typedef struct {
     ngx_array_t                *rules;      /* ngx_http_rl_rule_t */
     ngx_uint_t                  status_code;
+    ngx_uint_t                  headers;    /* NGX_HTTP_RL_HEADERS_* */
+    ngx_flag_t                  dry_run;
+    ngx_uint_t                  log_level;
 } ngx_http_rl_loc_conf_t;
 
 
@@ -97,6 +137,7 @@ typedef struct {
     size_t                     *argvlen;
     ngx_uint_t                  argc;
     int64_t                     now_us;     /* when the script decided */
+    int64_t                     sent_us;    /* for the latency histogram */
     unsigned                    done:1;
     unsigned                    error:1;
     unsigned                    allowed:1;
@@ -147,6 +188,13 @@ ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *group) RL_NOEXCEPT;
 void ngx_http_rl_shm_refund(ngx_http_rl_group_t *group) RL_NOEXCEPT;
+
+/* metrics.cpp: the rl_metrics endpoint and its shared counters */
+ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) RL_NOEXCEPT;
+void ngx_http_rl_stats_latency(ngx_http_rl_zone_t *zone, ngx_msec_t ms)
+    RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,

@@ -16,6 +16,7 @@
 #define NGX_HTTP_RL_DEFAULT_CONNECT_TIMEOUT  1000
 #define NGX_HTTP_RL_DEFAULT_PORT             6379
 #define NGX_HTTP_RL_DEFAULT_SIZE             (10 * 1024 * 1024)
+#define NGX_HTTP_RL_METRICS_SIZE             (512 * 1024)
 
 
 /* What rl_rule read, before it is checked as a whole. */
@@ -34,6 +35,11 @@ static ngx_int_t ngx_http_rl_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_rl_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r,
     const char *name, size_t len, int64_t value);
+static ngx_int_t ngx_http_rl_draft_headers(ngx_http_request_t *r,
+    ngx_http_rl_ctx_t *ctx, int64_t reset);
+static u_char *ngx_http_rl_sf_string(u_char *p, ngx_str_t *s);
+static char *ngx_http_rl_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static ngx_int_t ngx_http_rl_status_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_rl_rule_variable(ngx_http_request_t *r,
@@ -76,6 +82,23 @@ static ngx_conf_num_bounds_t  ngx_http_rl_status_bounds = {
 };
 
 
+static ngx_conf_enum_t  ngx_http_rl_headers_modes[] = {
+    { ngx_string("off"), NGX_HTTP_RL_HEADERS_OFF },
+    { ngx_string("on"), NGX_HTTP_RL_HEADERS_ON },
+    { ngx_string("draft"), NGX_HTTP_RL_HEADERS_DRAFT },
+    { ngx_null_string, 0 }
+};
+
+
+static ngx_conf_enum_t  ngx_http_rl_log_levels[] = {
+    { ngx_string("info"), NGX_LOG_INFO },
+    { ngx_string("notice"), NGX_LOG_NOTICE },
+    { ngx_string("warn"), NGX_LOG_WARN },
+    { ngx_string("error"), NGX_LOG_ERR },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_http_rl_commands[] = {
 
     { ngx_string("rl_zone"),
@@ -98,6 +121,34 @@ static ngx_command_t  ngx_http_rl_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_rl_loc_conf_t, status_code),
       &ngx_http_rl_status_bounds },
+
+    { ngx_string("rl_headers"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_rl_loc_conf_t, headers),
+      &ngx_http_rl_headers_modes },
+
+    { ngx_string("rl_dry_run"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_rl_loc_conf_t, dry_run),
+      NULL },
+
+    { ngx_string("rl_log_level"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_rl_loc_conf_t, log_level),
+      &ngx_http_rl_log_levels },
+
+    { ngx_string("rl_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_rl_metrics,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
 
       ngx_null_command
 };
@@ -160,7 +211,8 @@ static ngx_str_t  ngx_http_rl_status_text[] = {
     ngx_string("PASSED"),
     ngx_string("REJECTED"),
     ngx_string("ERROR"),
-    ngx_string("DELAYED")
+    ngx_string("DELAYED"),
+    ngx_string("REJECTED_DRY_RUN")
 };
 
 
@@ -189,10 +241,11 @@ ngx_http_rl_handler(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_rl_header_filter(ngx_http_request_t *r)
 {
-    int64_t               reset;
-    ngx_http_rl_ctx_t    *ctx;
-    ngx_http_rl_rule_t   *rule;
-    rl_outcome_t         *o;
+    int64_t                  reset;
+    ngx_http_rl_ctx_t       *ctx;
+    ngx_http_rl_rule_t      *rule;
+    rl_outcome_t            *o;
+    ngx_http_rl_loc_conf_t  *lcf;
 
     if (r != r->main) {
         return ngx_http_next_header_filter(r);
@@ -208,32 +261,144 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
 
     ctx->headers_done = 1;
 
-    rule = (ngx_http_rl_rule_t *) ctx->lcf->rules->elts + ctx->binding;
+    /* the place that decided says which headers, not an error_page's */
+    lcf = ctx->lcf;
+
+    if (lcf->headers == NGX_HTTP_RL_HEADERS_OFF) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    rule = (ngx_http_rl_rule_t *) lcf->rules->elts + ctx->binding;
     o = &ctx->outcomes[ctx->binding];
 
-    reset = (ctx->status == NGX_HTTP_RL_STATUS_REJECTED) ? o->retry_ms
-                                                          : o->reset_ms;
+    reset = rl_seconds_ceil(ctx->status == NGX_HTTP_RL_STATUS_REJECTED
+                            ? o->retry_ms : o->reset_ms);
 
     if (ngx_http_rl_add_header(r, "X-RateLimit-Limit", 17,
                                (int64_t) rule->limit) != NGX_OK
         || ngx_http_rl_add_header(r, "X-RateLimit-Remaining", 21,
                                   o->remaining) != NGX_OK
-        || ngx_http_rl_add_header(r, "X-RateLimit-Reset", 17,
-                                  rl_seconds_ceil(reset)) != NGX_OK)
+        || ngx_http_rl_add_header(r, "X-RateLimit-Reset", 17, reset)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    if (ctx->status == NGX_HTTP_RL_STATUS_REJECTED) {
-        reset = rl_seconds_ceil(o->retry_ms);
-        if (ngx_http_rl_add_header(r, "Retry-After", 11,
-                                   reset > 0 ? reset : 1) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
+    if (ctx->status == NGX_HTTP_RL_STATUS_REJECTED
+        && ngx_http_rl_add_header(r, "Retry-After", 11,
+                                  reset > 0 ? reset : 1) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (lcf->headers == NGX_HTTP_RL_HEADERS_DRAFT
+        && ngx_http_rl_draft_headers(r, ctx, reset) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     return ngx_http_next_header_filter(r);
+}
+
+
+/*
+ * draft-ietf-httpapi-ratelimit-headers-10:
+ *     RateLimit-Policy: "NAME";q=N;w=SECONDS, ...   (every rule applied)
+ *     RateLimit: "NAME";r=REMAINING;t=RESET          (the binding rule)
+ */
+
+static ngx_int_t
+ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
+    int64_t reset)
+{
+    size_t               len;
+    u_char              *p;
+    ngx_uint_t           i, n;
+    ngx_table_elt_t     *h;
+    ngx_http_rl_rule_t  *rules;
+
+    rules = ctx->lcf->rules->elts;
+    n = ctx->lcf->rules->nelts;
+
+    len = 0;
+    for (i = 0; i < n; i++) {
+        len += 2 * rules[i].name.len + 2 * NGX_INT64_LEN + 16;
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->value.data = ngx_pnalloc(r->pool, len);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = h->value.data;
+
+    for (i = 0; i < n; i++) {
+        if (!ctx->decided[i]) {
+            continue;
+        }
+
+        if (p != h->value.data) {
+            *p++ = ','; *p++ = ' ';
+        }
+
+        p = ngx_http_rl_sf_string(p, &rules[i].name);
+        p = ngx_sprintf(p, ";q=%uL;w=%uL", rules[i].limit,
+                        (rules[i].window_us + 999999) / 1000000);
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "RateLimit-Policy");
+    h->value.len = p - h->value.data;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    i = (ngx_uint_t) ctx->binding;
+
+    h->value.data = ngx_pnalloc(r->pool, 2 * rules[i].name.len
+                                         + 2 * NGX_INT64_LEN + 16);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_http_rl_sf_string(h->value.data, &rules[i].name);
+    p = ngx_sprintf(p, ";r=%L;t=%L", ctx->outcomes[i].remaining, reset);
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "RateLimit");
+    h->value.len = p - h->value.data;
+
+    return NGX_OK;
+}
+
+
+/* A structured-field string: "..." with backslash and quote escaped. */
+
+static u_char *
+ngx_http_rl_sf_string(u_char *p, ngx_str_t *s)
+{
+    size_t  i;
+
+    *p++ = '"';
+
+    for (i = 0; i < s->len; i++) {
+        if (s->data[i] == '"' || s->data[i] == '\\') {
+            *p++ = '\\';
+        }
+
+        *p++ = s->data[i];
+    }
+
+    *p++ = '"';
+
+    return p;
 }
 
 
@@ -372,6 +537,13 @@ ngx_http_rl_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    if (ngx_array_init(&rmcf->rules, cf->pool, 8,
+                       sizeof(ngx_http_rl_rule_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
     return rmcf;
 }
 
@@ -416,6 +588,9 @@ ngx_http_rl_create_loc_conf(ngx_conf_t *cf)
      */
 
     conf->status_code = NGX_CONF_UNSET_UINT;
+    conf->headers = NGX_CONF_UNSET_UINT;
+    conf->dry_run = NGX_CONF_UNSET;
+    conf->log_level = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -433,6 +608,11 @@ ngx_http_rl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_uint_value(conf->status_code, prev->status_code,
                               NGX_HTTP_TOO_MANY_REQUESTS);
+    ngx_conf_merge_uint_value(conf->headers, prev->headers,
+                              NGX_HTTP_RL_HEADERS_ON);
+    ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level,
+                              NGX_LOG_ERR);
 
     return NGX_CONF_OK;
 }
@@ -712,11 +892,13 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     char                     *rv;
     ngx_str_t                *value;
     ngx_uint_t                i;
-    ngx_http_rl_rule_t       *rule;
+    ngx_http_rl_rule_t       *rule, **rp;
     ngx_http_rl_rule_args_t   ra;
+    ngx_http_rl_main_conf_t  *rmcf;
 
     if (lcf->rules == NULL) {
-        lcf->rules = ngx_array_create(cf->pool, 2,
+        /* sized once: rules never move, the metrics keep pointers */
+        lcf->rules = ngx_array_create(cf->pool, RL_MAX_RULES,
                                       sizeof(ngx_http_rl_rule_t));
         if (lcf->rules == NULL) {
             return NGX_CONF_ERROR;
@@ -737,6 +919,15 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_memzero(rule, sizeof(ngx_http_rl_rule_t));
     ngx_memzero(&ra, sizeof(ngx_http_rl_rule_args_t));
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
+
+    rp = ngx_array_push(&rmcf->rules);
+    if (rp == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *rp = rule;
     ngx_str_set(&ra.algorithm, "sliding_window");
     ra.burst = -1;
     ra.delay = -1;
@@ -853,6 +1044,11 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 
     if (value->len == 7 && ngx_strncmp(value->data, "nodelay", 7) == 0) {
         ra->nodelay = 1;
+        return NGX_CONF_OK;
+    }
+
+    if (value->len == 7 && ngx_strncmp(value->data, "dry_run", 7) == 0) {
+        rule->dry_run = 1;
         return NGX_CONF_OK;
     }
 
@@ -1073,10 +1269,14 @@ ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
         return NGX_CONF_ERROR;
     }
 
+    /* dry run: per request, as rl_dry_run of the place says */
+    rule->args[6] = "0";
+    rule->arg_lens[6] = 1;
+
     rule->args[0] = rl_algorithm_name((int) rule->algorithm, &len);
     rule->arg_lens[0] = len;
 
-    for (i = 1; i < RL_ARGS_PER_RULE; i++) {
+    for (i = 1; i < 6; i++) {
         uint64_t  v;
 
         switch (i) {
@@ -1141,6 +1341,18 @@ ngx_http_rl_find_zone(ngx_conf_t *cf, ngx_str_t *name)
 }
 
 
+static char *
+ngx_http_rl_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_rl_metrics_handler;
+
+    return NGX_CONF_OK;
+}
+
+
 static ngx_int_t
 ngx_http_rl_add_variables(ngx_conf_t *cf)
 {
@@ -1163,8 +1375,24 @@ ngx_http_rl_add_variables(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_rl_init(ngx_conf_t *cf)
 {
+    ngx_str_t                   name = ngx_string("rl_metrics");
     ngx_http_handler_pt        *h;
+    ngx_http_rl_main_conf_t    *rmcf;
     ngx_http_core_main_conf_t  *cmcf;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
+
+    if (rmcf->zones.nelts) {
+        rmcf->metrics = ngx_shared_memory_add(cf, &name,
+                                              NGX_HTTP_RL_METRICS_SIZE,
+                                              &ngx_http_rl_module);
+        if (rmcf->metrics == NULL) {
+            return NGX_ERROR;
+        }
+
+        rmcf->metrics->init = ngx_http_rl_metrics_init_zone;
+        rmcf->metrics->data = rmcf;
+    }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 

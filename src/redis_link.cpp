@@ -89,6 +89,7 @@ private:
 
     void fail(const char *what, const char *detail);
     void recovered();
+    void setUp(ngx_atomic_uint_t up);
     void drop();
     void schedule();
     bool command(redisCallbackFn *fn, int argc, const char **argv,
@@ -106,6 +107,7 @@ private:
     bool down_ = false;         /* an incident is open (and was logged) */
     bool replyErrors_ = false;  /* error replies logged, none good since */
     bool exiting_ = false;
+    ngx_uint_t attempts_ = 0;
 };
 
 namespace {
@@ -148,6 +150,9 @@ void onDeadlineTimer(ngx_event_t *ev) noexcept {
 void Link::connect() {
     if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit) {
         return;
+    }
+    if (attempts_++ > 0 && zone_->stats != nullptr) {
+        (void) ngx_atomic_fetch_add(&zone_->stats->reconnects, 1);
     }
 
     redisAsyncContext *ac;
@@ -301,6 +306,7 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     ready_ = true;
     stalled_ = false;
     backoff_ = kFirstBackoff;
+    setUp(1);
     recovered();
 }
 
@@ -422,8 +428,18 @@ void Link::deadlinePassed() {
     schedule();
 }
 
+void Link::setUp(ngx_atomic_uint_t up) {
+    if (zone_->stats != nullptr) {
+        zone_->stats->up = up;
+    }
+}
+
 void Link::fail(const char *what, const char *detail) {
-    if (down_ || exiting_) {
+    if (exiting_) {
+        return;
+    }
+    setUp(0);
+    if (down_) {
         return;
     }
     down_ = true;

@@ -8,6 +8,7 @@
 
 #include "ngx.hpp"
 
+#include <ctime>
 #include <type_traits>
 
 static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
@@ -16,6 +17,12 @@ static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
 namespace {
 
 void cleanupCtx(void *data) noexcept;
+
+int64_t nowUs() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
 void wake(ngx_event_t *ev) noexcept;
 
 ngx_http_rl_link_t *linkFor(ngx_http_request_t *r, ngx_http_rl_zone_t *z) {
@@ -101,6 +108,9 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
             args[k * RL_ARGS_PER_RULE + a] = rule->args[a];
             argLens[k * RL_ARGS_PER_RULE + a] = rule->arg_lens[a];
         }
+        if (rule->dry_run || g->ctx->lcf->dry_run) {
+            args[k * RL_ARGS_PER_RULE + 6] = "1";
+        }
         if (rule->cost_cv != nullptr) {
             auto *cost = static_cast<u_char *>(ngx_pnalloc(p, NGX_INT64_LEN));
             if (cost == nullptr) {
@@ -171,18 +181,51 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
     return NGX_OK;
 }
 
-void logRejection(ngx_http_rl_ctx_t *ctx) {
+bool isDry(const ngx_http_rl_ctx_t *ctx, const ngx_http_rl_rule_t *rule) {
+    return rule->dry_run || ctx->lcf->dry_run;
+}
+
+/* One line per decision worth telling, in limit_req's manner: at
+ * rl_log_level, a delay one level less severe. */
+void logDecision(ngx_http_rl_ctx_t *ctx, ngx_int_t index,
+                 const char *what, ngx_uint_t level) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
-    ngx_http_rl_rule_t *rule = &rules[ctx->binding];
-    ngx_str_t *value = &ctx->values[ctx->binding];
+    ngx_http_rl_rule_t *rule = &rules[index];
+    ngx_str_t *value = &ctx->values[index];
+    rl_outcome_t *o = &ctx->outcomes[index];
     char key[64 + 3];
     size_t len = rl_printable(key, 64, reinterpret_cast<char *>(value->data),
                               value->len);
-    ngx_log_error(NGX_LOG_ERR, ctx->r->connection->log, 0,
-                  "rl: request rejected by rule \"%V\" of zone \"%V\", "
-                  "key \"%*s\", retry in %L ms",
-                  &rule->name, &rule->zone->name, len, key,
-                  ctx->outcomes[ctx->binding].retry_ms);
+    ngx_log_error(level, ctx->r->connection->log, 0,
+                  "rl: %s by rule \"%V\" of zone \"%V\", key \"%*s\", "
+                  "%s %L ms",
+                  what, &rule->name, &rule->zone->name, len, key,
+                  o->delay_ms ? "delay" : "retry in",
+                  o->delay_ms ? o->delay_ms : o->retry_ms);
+}
+
+/* rl_requests_total: each rule that applied, from its point of view. */
+void count(ngx_http_rl_ctx_t *ctx) {
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        for (ngx_uint_t k = 0; k < group->nrules; k++) {
+            ngx_uint_t i = group->rules[k];
+            ngx_http_rl_rule_t *rule = &rules[i];
+            ngx_uint_t o = NGX_HTTP_RL_PASSED;
+            if (group->error || !ctx->decided[i]) {
+                o = NGX_HTTP_RL_ERROR;
+            } else if (ctx->outcomes[i].retry_ms > 0) {
+                o = isDry(ctx, rule) ? NGX_HTTP_RL_REJECTED_DRY_RUN
+                                     : NGX_HTTP_RL_REJECTED;
+            } else if (ctx->outcomes[i].delay_ms > 0 && ctx->delay > 0) {
+                o = NGX_HTTP_RL_DELAYED;
+            }
+            if (rule->stats != nullptr) {
+                (void) ngx_atomic_fetch_add(&rule->stats->outcomes[o], 1);
+            }
+        }
+    }
 }
 
 /* Another zone rejected the request: give back what this one counted,
@@ -211,7 +254,54 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
     argvlen[i] = ngx_sprintf(now, "%L", g->now_us) - now;
     argv[argc - 1] = "refund";
     argvlen[argc - 1] = 6;
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        if (ctx->outcomes[g->rules[k]].retry_ms > 0) {
+            /* a dry-run rule that did not count it: nothing to give */
+            size_t cost = i + 1 + k * RL_ARGS_PER_RULE + 4;
+            argv[cost] = "0";
+            argvlen[cost] = 1;
+        }
+    }
     (void) ngx_http_rl_link_send_only(link, argc, argv, argvlen);
+}
+
+/* The binding rule: on a rejection, of the enforced rules that rejected;
+ * else of all that decided. -1 if none decided. */
+ngx_int_t binding(ngx_http_rl_ctx_t *ctx, bool rejected) {
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    ngx_uint_t n = ctx->lcf->rules->nelts;
+    rl_outcome_t decided[RL_MAX_RULES];
+    ngx_uint_t index[RL_MAX_RULES];
+    size_t m = 0;
+    for (ngx_uint_t i = 0; i < n; i++) {
+        if (ctx->decided[i] &&
+            (!rejected ||
+             (ctx->outcomes[i].retry_ms > 0 && !isDry(ctx, &rules[i])))) {
+            decided[m] = ctx->outcomes[i];
+            index[m++] = i;
+        }
+    }
+    if (m == 0) {
+        return -1;
+    }
+    return static_cast<ngx_int_t>(
+        index[rl_binding_rule(decided, m, rejected ? 0 : 1)]);
+}
+
+/* The dry-run rule that would have rejected the request and freed
+ * capacity last, or -1. */
+ngx_int_t dryRejection(ngx_http_rl_ctx_t *ctx) {
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    ngx_int_t found = -1;
+    for (ngx_uint_t i = 0; i < ctx->lcf->rules->nelts; i++) {
+        if (ctx->decided[i] && ctx->outcomes[i].retry_ms > 0 &&
+            isDry(ctx, &rules[i]) &&
+            (found < 0 ||
+             ctx->outcomes[i].retry_ms > ctx->outcomes[found].retry_ms)) {
+            found = static_cast<ngx_int_t>(i);
+        }
+    }
+    return found;
 }
 
 /* Combines the groups' answers into the request's decision. */
@@ -228,21 +318,10 @@ void finish(ngx_http_rl_ctx_t *ctx) {
         }
     }
 
-    ngx_uint_t n = ctx->lcf->rules->nelts;
-    rl_outcome_t decided[RL_MAX_RULES];
-    ngx_uint_t index[RL_MAX_RULES];
-    size_t m = 0;
-    for (ngx_uint_t i = 0; i < n; i++) {
-        if (ctx->decided[i] && (!rejected || ctx->outcomes[i].retry_ms > 0)) {
-            decided[m] = ctx->outcomes[i];
-            index[m++] = i;
-        }
-    }
-    if (m > 0) {
-        ctx->binding = index[rl_binding_rule(decided, m, rejected ? 0 : 1)];
-    }
-
     ctx->finished = 1;
+    ctx->binding = binding(ctx, rejected);
+    ngx_uint_t level = ctx->lcf->log_level;
+
     if (rejected || closed) {
         for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
             ngx_http_rl_group_t *group = &ctx->groups[g];
@@ -251,10 +330,12 @@ void finish(ngx_http_rl_ctx_t *ctx) {
             }
         }
     }
+
+    ngx_int_t dry = dryRejection(ctx);
     if (rejected) {
         ctx->status = NGX_HTTP_RL_STATUS_REJECTED;
         ctx->rc = ctx->lcf->status_code;
-        logRejection(ctx);
+        logDecision(ctx, ctx->binding, "request rejected", level);
     } else if (error) {
         ctx->status = NGX_HTTP_RL_STATUS_ERROR;
         ctx->rc = closed ? ctx->lcf->status_code : NGX_DECLINED;
@@ -262,17 +343,28 @@ void finish(ngx_http_rl_ctx_t *ctx) {
         ctx->status = ctx->ngroups ? NGX_HTTP_RL_STATUS_PASSED
                                    : NGX_HTTP_RL_STATUS_NONE;
         ctx->rc = NGX_DECLINED;
-        for (ngx_uint_t i = 0; i < n; i++) {
-            if (ctx->decided[i] && ctx->outcomes[i].delay_ms > 0 &&
-                static_cast<ngx_msec_t>(ctx->outcomes[i].delay_ms) >
-                    ctx->delay) {
-                ctx->delay = static_cast<ngx_msec_t>(ctx->outcomes[i].delay_ms);
+        ngx_int_t slowest = -1;
+        for (ngx_uint_t i = 0; i < ctx->lcf->rules->nelts; i++) {
+            auto ms = static_cast<ngx_msec_t>(ctx->outcomes[i].delay_ms);
+            if (ctx->decided[i] && ms > ctx->delay) {
+                ctx->delay = ms;
+                slowest = static_cast<ngx_int_t>(i);
             }
         }
-        if (ctx->delay > 0 && !error) {
+        if (dry >= 0) {
+            ctx->status = NGX_HTTP_RL_STATUS_DRY_RUN;
+        } else if (ctx->delay > 0) {
             ctx->status = NGX_HTTP_RL_STATUS_DELAYED;
         }
+        if (dry >= 0) {
+            logDecision(ctx, dry, "dry run: request would be rejected",
+                        level);
+        }
+        if (slowest >= 0 && level < NGX_LOG_DEBUG) {
+            logDecision(ctx, slowest, "request delayed", level + 1);
+        }
     }
+    count(ctx);
 }
 
 /* delay= shapes an admitted request: it waits on a timer, the worker
@@ -312,6 +404,10 @@ void wake(ngx_event_t *ev) noexcept {
                 group->call = nullptr;
                 group->done = 1;
                 group->error = 1;
+                if (group->zone->stats != nullptr) {
+                    (void) ngx_atomic_fetch_add(
+                        &group->zone->stats->timeouts, 1);
+                }
                 ngx_http_rl_link_t *link = linkFor(r, group->zone);
                 if (link != nullptr) {
                     ngx_http_rl_link_timed_out(link);
@@ -414,6 +510,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
             if (buildCall(r, group, values) != NGX_OK) {
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
+            group->sent_us = nowUs();
             group->call = ngx_http_rl_link_send(link, group);
         }
         if (group->call == nullptr) {
@@ -448,6 +545,11 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
 
     group->call = nullptr;
     group->done = 1;
+    if (reply != nullptr && group->zone->stats != nullptr) {
+        ngx_http_rl_stats_latency(group->zone,
+                                  static_cast<ngx_msec_t>(
+                                      nowUs() - group->sent_us));
+    }
     if (reply != nullptr &&
         rl_decode_reply(reply, group->nrules, &allowed, out, &now)
             == RL_REPLY_OK) {

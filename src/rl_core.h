@@ -18,7 +18,7 @@ extern "C" {
 
 #define RL_RULE_ID_LEN      16
 #define RL_SHA_LEN          40
-#define RL_ARGS_PER_RULE    6
+#define RL_ARGS_PER_RULE    7
 #define RL_MAX_RULES        64
 
 typedef struct {

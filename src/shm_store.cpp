@@ -176,9 +176,19 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     ngx_http_rl_zone_t *z = g->zone;
     Node *nodes[RL_MAX_RULES];
-    rl::Check checks[RL_MAX_RULES];
+    rl::Params params[RL_MAX_RULES];
+    rl::State *states[RL_MAX_RULES];
+    int64_t *logs[RL_MAX_RULES];
+    uint64_t costs[RL_MAX_RULES];
+    rl::Figures figures[RL_MAX_RULES];
     int64_t now = nowUs();
-    bool allowed = true;
+
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        ngx_uint_t i = g->rules[k];
+        params[k] = paramsOf(&rules[i]);
+        params[k].dryRun = rules[i].dry_run || ctx->lcf->dry_run;
+        costs[k] = ctx->costs[i];
+    }
 
     ngx_shmtx_lock(&z->shpool->mutex);
     expire(z, now, kExpirePerRequest, false, nullptr, 0);
@@ -191,34 +201,21 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
             ngx_shmtx_unlock(&z->shpool->mutex);
             return NGX_ERROR;
         }
+        states[k] = &nodes[k]->state;
+        logs[k] = logOf(nodes[k]);
     }
+    bool allowed = rl::decide(params, states, logs, costs, g->nrules, now,
+                              figures);
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
-        ngx_uint_t i = g->rules[k];
-        checks[k] = rl::check(paramsOf(&rules[i]), nodes[k]->state,
-                              logOf(nodes[k]), ctx->costs[i], now);
-        allowed = allowed && checks[k].ok;
-    }
-    if (allowed) {
-        for (ngx_uint_t k = 0; k < g->nrules; k++) {
-            ngx_uint_t i = g->rules[k];
-            rl::Params p = paramsOf(&rules[i]);
-            rl::commit(p, nodes[k]->state, logOf(nodes[k]), ctx->costs[i],
-                       now);
-            nodes[k]->idleAt = rl::idleAtUs(p, nodes[k]->state,
-                                            logOf(nodes[k]), now);
-        }
+        nodes[k]->idleAt = rl::idleAtUs(params[k], *states[k], logs[k], now);
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
 
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
-        const rl::Check &c = checks[k];
-        int64_t cost = static_cast<int64_t>(ctx->costs[i]);
-        rl_outcome_t &o = ctx->outcomes[i];
-        o.remaining = allowed ? (c.left > cost ? c.left - cost : 0) : c.left;
-        o.reset_ms = msCeil(c.resetUs);
-        o.retry_ms = allowed ? 0 : msCeil(c.retryUs);
-        o.delay_ms = allowed ? msCeil(c.delayUs) : 0;
+        const rl::Figures &f = figures[k];
+        ctx->outcomes[i] = {f.remaining, msCeil(f.resetUs),
+                            msCeil(f.retryUs), msCeil(f.delayUs)};
         ctx->decided[i] = 1;
     }
     g->allowed = allowed ? 1 : 0;
@@ -236,6 +233,10 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
     ngx_shmtx_lock(&z->shpool->mutex);
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
+        if (ctx->outcomes[i].retry_ms > 0) {
+            nodes[k] = nullptr; /* a dry-run rule that did not count it */
+            continue;
+        }
         nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i], g->now_us,
                                 nodes, k);
         if (nodes[k] != nullptr) {

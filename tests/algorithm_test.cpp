@@ -792,6 +792,38 @@ TEST(Decide, AllOrNothing) {
     EXPECT_EQ(c.s.a, before[2].a);
 }
 
+/* A dry-run rule never rejects nor delays; what it would reject, it
+ * does not count, while the enforced rules count the admitted request. */
+TEST(Decide, DryRunRulesNeverRejectAndTakeNothingWhenTheyWould) {
+    Limiter a(Algorithm::FixedWindow, 5, 10 * kSec);
+    Limiter d(Algorithm::Gcra, 10, kSec, 2, 0); /* 3 at once, delays */
+    d.p.dryRun = true;
+    Params p[] = {a.p, d.p};
+    State* s[] = {&a.s, &d.s};
+    uint64_t cost[] = {1, 1};
+    rl::Figures out[2];
+
+    for (int i = 0; i < 3; i++) {
+        ASSERT_TRUE(rl::decide(p, s, nullptr, cost, 2, kT0, out));
+        EXPECT_EQ(out[1].retryUs, 0);
+        EXPECT_EQ(out[1].delayUs, 0) << "a dry run never delays";
+    }
+    State full = d.s;
+    ASSERT_TRUE(rl::decide(p, s, nullptr, cost, 2, kT0, out));
+    EXPECT_GT(out[1].retryUs, 0) << "it would have rejected";
+    EXPECT_EQ(out[1].remaining, 0);
+    EXPECT_EQ(out[0].remaining, 1) << "the enforced rule counted it";
+    EXPECT_EQ(d.s.a, full.a);
+    EXPECT_EQ(d.s.b, full.b);
+
+    /* an enforced rejection still counts nothing anywhere */
+    ASSERT_TRUE(rl::decide(p, s, nullptr, cost, 2, kT0, out));
+    State before[] = {a.s, d.s};
+    ASSERT_FALSE(rl::decide(p, s, nullptr, cost, 2, kT0, out));
+    EXPECT_EQ(a.s.b, before[0].b);
+    EXPECT_EQ(d.s.a, before[1].a);
+}
+
 /* Costs, bursts and delays far beyond any valid rule neither crash nor
  * overflow (the sanitizer build checks): they are never admitted. */
 TEST(Decide, AbsurdFiguresDoNotOverflow) {

@@ -570,6 +570,25 @@ TEST_F(LuaScript, RejectionConsumesNothingInAnyRule) {
     EXPECT_EQ(rl::bindingRule(d.out.data(), 2, false), 1u);
 }
 
+/* A dry-run rule never rejects: what it would reject it does not count
+ * (its key stays as it was), the enforced rule counts the request. */
+TEST_F(LuaScript, DryRunRuleNeverRejectsAndTakesNothingWhenItWould) {
+    const uint64_t w = 10 * kSec;
+    uint64_t t = windowStart(w) + kSec;
+    Rule real = fixed("10.9.0.1", 5, w);
+    Rule dry = sliding("10.9.0.1", 2, w);
+    dry.dryRun = true;
+    ASSERT_TRUE(decide({real, dry}, t).allowed);
+    ASSERT_TRUE(decide({real, dry}, t).allowed);
+    auto before = hgetall(dry.key);
+    Decision d = decide({real, dry}, t + kMs);
+    ASSERT_TRUE(d.allowed) << describe(d);
+    EXPECT_GT(d.out[1].retryMs, 0) << "it would have rejected";
+    EXPECT_EQ(d.out[0].remaining, 2) << "the enforced rule counted it";
+    EXPECT_EQ(hgetall(dry.key), before);
+    EXPECT_EQ(hgetall(real.key).at("c"), "3");
+}
+
 /* ------------------------------------------------------------------ */
 /* Refunds: another zone rejected the request, give back what this
  * zone's decision counted, by the time that decision used.           */

@@ -91,6 +91,7 @@ struct Rule {
     uint64_t burst = 0;
     uint64_t cost = 1;
     uint64_t delay = 0;
+    bool dryRun = false;
 };
 
 struct Decision {
@@ -288,7 +289,8 @@ protected:
                 text.push_back(std::to_string(v));
             }
             args.push_back({r.algorithm, text[at], text[at + 1], text[at + 2],
-                            text[at + 3], text[at + 4]});
+                            text[at + 3], text[at + 4],
+                            r.dryRun ? "1" : "0"});
         }
         std::vector<const char*> argv(rl::argvCount(n, refund));
         std::vector<size_t> lens(rl::argvCount(n, refund));

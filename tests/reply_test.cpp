@@ -352,12 +352,12 @@ TEST_F(Reply, RejectionWithoutARetryIsMalformed) {
               ReplyStatus::Malformed);
 }
 
-/* An admission names no rule that rejected. */
-TEST_F(Reply, AdmissionWithARetryIsMalformed) {
+/* An admission may name a dry-run rule that would have rejected. */
+TEST_F(Reply, AdmissionWithADryRunRejection) {
     EXPECT_EQ(decode(r_.integers({1, 0, 1000, 50, 0, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 2, 1000, 0, 0, 3, 50, 7, 0, kNow}), 2),
-              ReplyStatus::Malformed);
+              ReplyStatus::Ok);
+    EXPECT_TRUE(allowed_);
+    EXPECT_EQ(out_[0].retryMs, 1);
 }
 
 }  // namespace

@@ -747,11 +747,12 @@ bool decide(const Params* p, State* const* s, int64_t* const* logs,
     for (size_t i = 0; i < n; i++) {
         Check c = check(p[i], *s[i], logs != nullptr ? logs[i] : nullptr,
                         cost[i], nowUs);
-        out[i] = {c.left, c.resetUs, c.retryUs, c.delayUs};
-        allowed = allowed && c.ok;
+        out[i] = {c.left, c.resetUs, c.retryUs,
+                  p[i].dryRun ? 0 : c.delayUs};
+        allowed = allowed && (c.ok || p[i].dryRun);
     }
     for (size_t i = 0; i < n; i++) {
-        if (allowed) {
+        if (allowed && out[i].retryUs == 0) {
             commit(p[i], *s[i], logs != nullptr ? logs[i] : nullptr, cost[i],
                    nowUs);
             out[i].remaining =

@@ -46,6 +46,9 @@ struct Params {
      * the burst is delayed until it conforms. nodelay: delay = burst.
      * others: 0 */
     uint64_t delay;
+    /* dry run: evaluated and counted, never rejects nor delays; a
+     * request it would reject takes nothing from it */
+    bool dryRun = false;
 };
 
 /* Default burst for an algorithm when the rule gives none. */
@@ -107,7 +110,9 @@ struct Figures {
 };
 
 /* What the script (lua/rl.lua) does for the n rules of one call: check
- * every rule, commit every rule only if all admit. logs may be null
+ * every rule; if every rule that is not a dry run admits the request,
+ * commit every rule that admits it (a dry-run rule that would reject it
+ * takes nothing), else commit none. logs may be null
  * when no rule is a sliding_log. Returns whether the request is
  * admitted; out[0..n) gets the figures. */
 bool decide(const Params* p, State* const* s, int64_t* const* logs,

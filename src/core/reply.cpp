@@ -58,9 +58,9 @@ ReplyStatus decodeReply(const redisReply* reply, size_t rules,
                   msCeil(e[2]->integer), msCeil(e[3]->integer)};
         anyRetry = anyRetry || e[2]->integer > 0;
     }
-    /* A rejection names at least one rule that rejected; an admission
-     * none. */
-    if (admitted == anyRetry) {
+    /* A rejection names at least one rule that rejected (an admission
+     * may name dry-run rules that would have). */
+    if (!admitted && !anyRetry) {
         return ReplyStatus::Malformed;
     }
     const redisReply* t = reply->element[1 + kFiguresPerRule * rules];

@@ -44,6 +44,7 @@ void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
         put(rules[k].burst);
         put(rules[k].cost);
         put(rules[k].delay);
+        put(rules[k].dryRun);
     }
     if (refund) {
         put("refund");

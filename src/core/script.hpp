@@ -2,12 +2,13 @@
  * vector of one EVALSHA call deciding several rules of one zone:
  *
  *   EVALSHA sha n key_1..key_n  n now  alg_1 limit_1 window_1 burst_1
- *           cost_1 delay_1 ... alg_n ... delay_n  [refund]
+ *           cost_1 delay_1 dry_1 ... alg_n ... dry_n  [refund]
  *
  * All decimal text: window in microseconds; burst the effective one
  * (token_bucket: capacity, default N; leaky_bucket, gcra: excess
  * tolerated, default 0; others 0); delay for leaky_bucket and gcra (the
- * excess passed at once; nodelay: delay = burst), 0 for others.
+ * excess passed at once; nodelay: delay = burst), 0 for others; dry 1
+ * for a dry-run rule (never rejects, never delays), else 0.
  *
  * To decide, `now` is empty (the script reads Redis' TIME; tests may pass
  * one). To refund a decision (another zone rejected the request), `now`
@@ -32,9 +33,10 @@ struct RuleArgs {
     std::string_view burst;
     std::string_view cost;
     std::string_view delay;
+    std::string_view dryRun;  /* "1": dry run, "0": enforced */
 };
 
-inline constexpr size_t kArgsPerRule = 6;
+inline constexpr size_t kArgsPerRule = 7;
 inline constexpr size_t kMaxRulesPerCall = 64;
 
 constexpr size_t argvCount(size_t rules, bool refund = false) {

@@ -1,0 +1,293 @@
+/*
+ * metrics.cpp: the counters behind rl_metrics and the endpoint itself.
+ *
+ * The counters live in one shared memory zone, "rl_metrics", so they are
+ * the whole instance's (every worker adds to the same atomics) and they
+ * outlive `nginx -s reload`: nginx hands the zone to the new cycle, whose
+ * init finds every zone's and rule's entry again by its labels, or adds
+ * it. The endpoint prints the Prometheus text exposition format 0.0.4
+ * for the zones and rules of the running configuration.
+ */
+
+#include "ngx.hpp"
+
+namespace {
+
+constexpr size_t kLabel = 120;
+
+enum Kind : uint8_t { kFree = 0, kZone = 1, kRule = 2 };
+
+struct Entry {
+    uint8_t kind;
+    uint8_t zoneLen;
+    uint8_t ruleLen;
+    char zone[kLabel];
+    char rule[kLabel];
+    union {
+        ngx_http_rl_zone_stats_t zone;
+        ngx_http_rl_rule_stats_t rule;
+    } stats;
+};
+
+/* Entry 0 catches what does not fit: counted, never shown. */
+struct Table {
+    ngx_uint_t used;
+    ngx_uint_t capacity;
+    Entry entries[1];
+};
+
+/* Upper bounds of the latency buckets, in microseconds and as text. */
+constexpr int64_t kBucketUs[NGX_HTTP_RL_LATENCY_BUCKETS] = {
+    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
+const char *const kBucketText[NGX_HTTP_RL_LATENCY_BUCKETS] = {
+    "0.0005", "0.001", "0.0025", "0.005", "0.01",
+    "0.025",  "0.05",  "0.1",    "0.25",  "1"};
+const char *const kOutcome[NGX_HTTP_RL_OUTCOMES] = {
+    "passed", "rejected", "rejected_dry_run", "delayed", "error"};
+
+size_t clip(size_t len) { return len < kLabel ? len : kLabel; }
+
+Entry *find(Table *t, Kind kind, const ngx_str_t *zone,
+            const ngx_str_t *rule) {
+    size_t zl = clip(zone->len);
+    size_t rl = rule != nullptr ? clip(rule->len) : 0;
+    for (ngx_uint_t i = 1; i < t->used; i++) {
+        Entry *e = &t->entries[i];
+        if (e->kind == kind && e->zoneLen == zl && e->ruleLen == rl &&
+            ngx_memcmp(e->zone, zone->data, zl) == 0 &&
+            (rl == 0 || ngx_memcmp(e->rule, rule->data, rl) == 0)) {
+            return e;
+        }
+    }
+    if (t->used == t->capacity) {
+        return &t->entries[0];
+    }
+    Entry *e = &t->entries[t->used++];
+    ngx_memzero(e, sizeof(Entry));
+    e->kind = kind;
+    e->zoneLen = static_cast<uint8_t>(zl);
+    e->ruleLen = static_cast<uint8_t>(rl);
+    ngx_memcpy(e->zone, zone->data, zl);
+    if (rl) {
+        ngx_memcpy(e->rule, rule->data, rl);
+    }
+    return e;
+}
+
+/* Label values escape backslash, double quote and newline. */
+u_char *label(u_char *p, const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '\\' || c == '"') {
+            *p++ = '\\';
+            *p++ = static_cast<u_char>(c);
+        } else if (c == '\n') {
+            *p++ = '\\';
+            *p++ = 'n';
+        } else {
+            *p++ = static_cast<u_char>(c);
+        }
+    }
+    return p;
+}
+
+Entry *entryOf(const void *stats) {
+    return reinterpret_cast<Entry *>(
+        const_cast<u_char *>(static_cast<const u_char *>(stats)) -
+        offsetof(Entry, stats));
+}
+
+u_char *zoneLabel(u_char *p, const ngx_http_rl_zone_t *z) {
+    Entry *e = entryOf(z->stats);
+    p = ngx_cpymem(p, "{zone=\"", 7);
+    return label(p, e->zone, e->zoneLen);
+}
+
+u_char *header(u_char *p, const char *name, const char *type,
+               const char *help) {
+    return ngx_sprintf(p, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+                       type);
+}
+
+u_char *requests(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
+    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
+    p = header(p, "rl_requests_total", "counter",
+               "Requests decided by a rule, by outcome for that rule.");
+    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
+        ngx_http_rl_rule_stats_t *s = rules[i]->stats;
+        bool seen = s == nullptr;
+        for (ngx_uint_t j = 0; j < i && !seen; j++) {
+            seen = rules[j]->stats == s; /* identical rules share */
+        }
+        if (seen) {
+            continue;
+        }
+        Entry *e = entryOf(s);
+        for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
+            p = ngx_cpymem(p, "rl_requests_total{zone=\"", 24);
+            p = label(p, e->zone, e->zoneLen);
+            p = ngx_cpymem(p, "\",rule=\"", 8);
+            p = label(p, e->rule, e->ruleLen);
+            p = ngx_sprintf(p, "\",outcome=\"%s\"} %uA\n", kOutcome[o],
+                            s->outcomes[o]);
+        }
+    }
+    return p;
+}
+
+u_char *latency(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n) {
+    p = header(p, "rl_store_latency_seconds", "histogram",
+               "Round trips to the zone's Redis.");
+    for (ngx_uint_t i = 0; i < n; i++) {
+        ngx_http_rl_zone_stats_t *s = zones[i]->stats;
+        ngx_atomic_uint_t total = 0;
+        for (int b = 0; b <= NGX_HTTP_RL_LATENCY_BUCKETS; b++) {
+            total += s->latency[b];
+            p = ngx_cpymem(p, "rl_store_latency_seconds_bucket", 31);
+            p = zoneLabel(p, zones[i]);
+            p = ngx_sprintf(p, "\",le=\"%s\"} %uA\n",
+                            b < NGX_HTTP_RL_LATENCY_BUCKETS ? kBucketText[b]
+                                                             : "+Inf",
+                            total);
+        }
+        ngx_atomic_uint_t us = s->latency_sum_us;
+        p = ngx_cpymem(p, "rl_store_latency_seconds_sum", 28);
+        p = zoneLabel(p, zones[i]);
+        p = ngx_sprintf(p, "\"} %uA.%06uA\n", us / 1000000, us % 1000000);
+        p = ngx_cpymem(p, "rl_store_latency_seconds_count", 30);
+        p = zoneLabel(p, zones[i]);
+        p = ngx_sprintf(p, "\"} %uA\n", total);
+    }
+    return p;
+}
+
+u_char *perZone(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n,
+                const char *name, const char *type, const char *help,
+                size_t field) {
+    p = header(p, name, type, help);
+    for (ngx_uint_t i = 0; i < n; i++) {
+        auto *v = reinterpret_cast<ngx_atomic_t *>(
+            reinterpret_cast<u_char *>(zones[i]->stats) + field);
+        p = ngx_sprintf(p, "%s", name);
+        p = zoneLabel(p, zones[i]);
+        p = ngx_sprintf(p, "\"} %uA\n", *v);
+    }
+    return p;
+}
+
+}  // namespace
+
+extern "C" {
+
+ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
+                                        void *data) noexcept {
+    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(shm_zone->data);
+    auto *pool = reinterpret_cast<ngx_slab_pool_t *>(shm_zone->shm.addr);
+    Table *t;
+
+    if (shm_zone->shm.exists || data != nullptr) {
+        t = static_cast<Table *>(pool->data);
+    } else {
+        size_t size = shm_zone->shm.size / 2;
+        t = static_cast<Table *>(ngx_slab_alloc(pool, size));
+        if (t == nullptr) {
+            return NGX_ERROR;
+        }
+        ngx_memzero(t, sizeof(Table));
+        t->used = 1;
+        t->capacity = (size - offsetof(Table, entries)) / sizeof(Entry);
+        pool->data = t;
+    }
+
+    /* Only the master (or a lone process) runs this, before the workers
+     * exist: nobody else touches the table meanwhile. */
+    auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
+    for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
+        Entry *e = find(t, kZone, &zones[i]->name, nullptr);
+        zones[i]->stats = &e->stats.zone;
+        if (zones[i]->shm_zone != nullptr) {
+            zones[i]->stats->up = 1; /* the embedded store is always up */
+        }
+    }
+    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
+    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
+        Entry *e = find(t, kRule, &rules[i]->zone->name, &rules[i]->name);
+        rules[i]->stats = &e->stats.rule;
+    }
+    return NGX_OK;
+}
+
+void ngx_http_rl_stats_latency(ngx_http_rl_zone_t *zone,
+                               ngx_msec_t us) noexcept {
+    int b = 0;
+    while (b < NGX_HTTP_RL_LATENCY_BUCKETS &&
+           static_cast<int64_t>(us) > kBucketUs[b]) {
+        b++;
+    }
+    (void) ngx_atomic_fetch_add(&zone->stats->latency[b], 1);
+    (void) ngx_atomic_fetch_add(&zone->stats->latency_sum_us, us);
+}
+
+ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
+    if (!(r->method & (NGX_HTTP_GET | NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+    ngx_int_t rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
+    auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
+    ngx_uint_t nz = rmcf->zones.nelts;
+    if (rmcf->metrics == nullptr) {
+        nz = 0;
+    }
+
+    /* every line is at most two labels of kLabel escaped bytes plus a
+     * name, a value and punctuation */
+    size_t line = 4 * kLabel + 128;
+    size_t size = 2048 + line * (NGX_HTTP_RL_OUTCOMES * rmcf->rules.nelts +
+                                 (NGX_HTTP_RL_LATENCY_BUCKETS + 7) * nz);
+    ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
+    if (b == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    u_char *p = b->last;
+    if (rmcf->metrics != nullptr) {
+        p = requests(p, rmcf);
+        p = latency(p, zones, nz);
+        p = perZone(p, zones, nz, "rl_store_timeouts_total", "counter",
+                    "Requests that got no answer within the timeout.",
+                    offsetof(ngx_http_rl_zone_stats_t, timeouts));
+        p = perZone(p, zones, nz, "rl_store_reconnects_total", "counter",
+                    "Connections to Redis made again after a failure.",
+                    offsetof(ngx_http_rl_zone_stats_t, reconnects));
+        p = perZone(p, zones, nz, "rl_store_up", "gauge",
+                    "1 when the zone's store answers, else 0.",
+                    offsetof(ngx_http_rl_zone_stats_t, up));
+        p = perZone(p, zones, nz, "rl_deny_cache_hits_total", "counter",
+                    "Rejections answered from the deny cache.",
+                    offsetof(ngx_http_rl_zone_stats_t, deny_cache_hits));
+    }
+    b->last = p;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type,
+                "text/plain; version=0.0.4; charset=utf-8");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    rc = ngx_http_send_header(r);
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+    ngx_chain_t out = {b, nullptr};
+    return ngx_http_output_filter(r, &out);
+}
+
+}  // extern "C"
