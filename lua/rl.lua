@@ -1,8 +1,8 @@
 -- rl.lua: decides every rule of one request for one zone, atomically.
 --
 -- The build prepends one chunk per algorithm file (fixed_window.lua, ...),
--- each filling ALG[name] with { check = f, commit = f, refund = f }, then
--- this driver.
+-- each returning { check = f, commit = f, refund = f } and run only when
+-- needed: algorithm(name) gives it (lua/embed.sh), then this driver.
 --
 -- KEYS[i]   state key of rule i; keys of one key value share a hash tag
 -- ARGV[1]   number of rules n
@@ -49,7 +49,7 @@ end
 local rules = {}
 for i = 1, n do
     local a = 3 + 7 * (i - 1)
-    local r = { alg = ALG[ARGV[a]], name = ARGV[a],
+    local r = { alg = algorithm(ARGV[a]), name = ARGV[a],
                 limit = tonumber(ARGV[a + 1]), window = tonumber(ARGV[a + 2]),
                 burst = tonumber(ARGV[a + 3]), cost = tonumber(ARGV[a + 4]),
                 delay = tonumber(ARGV[a + 5]), dry = ARGV[a + 6] == '1' }

@@ -72,7 +72,7 @@ TEST(Script, TextHoldsEveryAlgorithmAndTheDriver) {
     EXPECT_EQ(text.find('\0'), std::string_view::npos);
     for (const char* a : {"fixed_window", "sliding_window", "sliding_log",
                           "token_bucket", "leaky_bucket", "gcra"}) {
-        EXPECT_NE(text.find("ALG['"s + a + "']"), std::string_view::npos)
+        EXPECT_NE(text.find("LOAD['"s + a + "']"), std::string_view::npos)
             << a;
     }
     EXPECT_NE(text.find("redis.call('TIME')"), std::string_view::npos);
