@@ -100,6 +100,7 @@ typedef struct {
     uint64_t                    cost;       /* when constant */
     ngx_http_complex_value_t   *cost_cv;    /* cost=$variable */
     ngx_uint_t                  dry_run;
+    uint32_t                    config_crc; /* of the script arguments */
     ngx_http_rl_rule_stats_t   *stats;      /* in the metrics zone */
     char                        id[RL_RULE_ID_LEN];
     const char                 *args[RL_ARGS_PER_RULE];
@@ -114,6 +115,7 @@ typedef struct {
     ngx_array_t                 rules;      /* ngx_http_rl_rule_t *, all */
     ngx_http_rl_link_t        **links;      /* per worker, by zone index */
     ngx_shm_zone_t             *metrics;
+    ngx_shm_zone_t             *deny;       /* the deny cache */
 } ngx_http_rl_main_conf_t;
 
 
@@ -142,6 +144,7 @@ typedef struct {
     unsigned                    error:1;
     unsigned                    allowed:1;
     unsigned                    retried:1;
+    unsigned                    skipped:1;  /* another group rejected */
 } ngx_http_rl_group_t;
 
 
@@ -195,6 +198,16 @@ ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
 ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) RL_NOEXCEPT;
 void ngx_http_rl_stats_latency(ngx_http_rl_zone_t *zone, ngx_msec_t ms)
     RL_NOEXCEPT;
+
+/* deny_cache.cpp: rejections known until they expire, all workers */
+ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+    RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+    rl_outcome_t *out) RL_NOEXCEPT;
+void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+    const rl_outcome_t *o) RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,

@@ -17,6 +17,7 @@
 #define NGX_HTTP_RL_DEFAULT_PORT             6379
 #define NGX_HTTP_RL_DEFAULT_SIZE             (10 * 1024 * 1024)
 #define NGX_HTTP_RL_METRICS_SIZE             (512 * 1024)
+#define NGX_HTTP_RL_DENY_SIZE                (1024 * 1024)
 
 
 /* What rl_rule read, before it is checked as a whole. */
@@ -1292,6 +1293,19 @@ ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
         rule->arg_lens[i] = (u_char *) p - (u_char *) rule->args[i];
     }
 
+    /* what the deny cache keys on besides the state: a reload that
+     * changes any of it starts afresh */
+
+    ngx_crc32_init(rule->config_crc);
+
+    for (i = 0; i < 6; i++) {
+        ngx_crc32_update(&rule->config_crc, (u_char *) rule->args[i],
+                         rule->arg_lens[i]);
+        ngx_crc32_update(&rule->config_crc, (u_char *) "|", 1);
+    }
+
+    ngx_crc32_final(rule->config_crc);
+
     return NGX_CONF_OK;
 }
 
@@ -1376,11 +1390,30 @@ static ngx_int_t
 ngx_http_rl_init(ngx_conf_t *cf)
 {
     ngx_str_t                   name = ngx_string("rl_metrics");
+    ngx_str_t                   deny = ngx_string("rl_deny_cache");
+    ngx_uint_t                  i;
+    ngx_http_rl_zone_t        **zones;
     ngx_http_handler_pt        *h;
     ngx_http_rl_main_conf_t    *rmcf;
     ngx_http_core_main_conf_t  *cmcf;
 
     rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
+    zones = rmcf->zones.elts;
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        if (zones[i]->shm_zone == NULL) {
+            rmcf->deny = ngx_shared_memory_add(cf, &deny,
+                                               NGX_HTTP_RL_DENY_SIZE,
+                                               &ngx_http_rl_module);
+            if (rmcf->deny == NULL) {
+                return NGX_ERROR;
+            }
+
+            rmcf->deny->init = ngx_http_rl_deny_init_zone;
+            rmcf->deny->data = rmcf;
+            break;
+        }
+    }
 
     if (rmcf->zones.nelts) {
         rmcf->metrics = ngx_shared_memory_add(cf, &name,

@@ -209,9 +209,12 @@ void count(ngx_http_rl_ctx_t *ctx) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
-        for (ngx_uint_t k = 0; k < group->nrules; k++) {
+        for (ngx_uint_t k = 0; k < group->nrules && !group->skipped; k++) {
             ngx_uint_t i = group->rules[k];
             ngx_http_rl_rule_t *rule = &rules[i];
+            if (!ctx->decided[i] && !group->error) {
+                continue; /* answered by the deny cache for another rule */
+            }
             ngx_uint_t o = NGX_HTTP_RL_PASSED;
             if (group->error || !ctx->decided[i]) {
                 o = NGX_HTTP_RL_ERROR;
@@ -263,6 +266,76 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
         }
     }
     (void) ngx_http_rl_link_send_only(link, argc, argv, argvlen);
+}
+
+/* Rules the deny cache can answer for: Redis zones, enforced, of a
+ * constant cost. */
+bool cacheable(ngx_http_rl_ctx_t *ctx, const ngx_http_rl_group_t *g,
+               const ngx_http_rl_rule_t *rule) {
+    return g->zone->shm_zone == nullptr && rule->cost_cv == nullptr &&
+           !isDry(ctx, rule);
+}
+
+ngx_shm_zone_t *denyZone(ngx_http_request_t *r) {
+    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
+    return rmcf->deny;
+}
+
+/* A rule Redis rejected this key for lately: the request is rejected at
+ * once, and no store is asked (a rejected request consumes nothing). */
+bool denied(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
+    ngx_shm_zone_t *deny = denyZone(r);
+    if (deny == nullptr) {
+        return false;
+    }
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    bool hit = false;
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        for (ngx_uint_t k = 0; k < group->nrules; k++) {
+            ngx_uint_t i = group->rules[k];
+            if (cacheable(ctx, group, &rules[i]) &&
+                ngx_http_rl_deny_lookup(deny, &rules[i], &ctx->values[i],
+                                        &ctx->outcomes[i])) {
+                ctx->decided[i] = 1;
+                group->done = 1;
+                group->allowed = 0;
+                hit = true;
+            }
+        }
+        if (group->done && group->zone->stats != nullptr) {
+            (void) ngx_atomic_fetch_add(
+                &group->zone->stats->deny_cache_hits, 1);
+        }
+    }
+    if (hit) {
+        for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+            ngx_http_rl_group_t *group = &ctx->groups[g];
+            if (!group->done) {
+                group->done = 1;
+                group->skipped = 1;
+                group->allowed = 1;
+            }
+        }
+    }
+    return hit;
+}
+
+/* Redis rejected the request: remember until when, for every worker. */
+void rememberRejection(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
+    ngx_shm_zone_t *deny = denyZone(ctx->r);
+    if (deny == nullptr) {
+        return;
+    }
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        ngx_uint_t i = g->rules[k];
+        if (ctx->outcomes[i].retry_ms > 0 && cacheable(ctx, g, &rules[i])) {
+            ngx_http_rl_deny_insert(deny, &rules[i], &ctx->values[i],
+                                    &ctx->outcomes[i]);
+        }
+    }
 }
 
 /* The binding rule: on a rejection, of the enforced rules that rejected;
@@ -325,7 +398,7 @@ void finish(ngx_http_rl_ctx_t *ctx) {
     if (rejected || closed) {
         for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
             ngx_http_rl_group_t *group = &ctx->groups[g];
-            if (!group->error && group->allowed) {
+            if (!group->error && group->allowed && !group->skipped) {
                 refund(ctx, group);
             }
         }
@@ -495,6 +568,11 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    if (denied(r, ctx)) {
+        finish(ctx);
+        return ctx->rc;
+    }
+
     ngx_msec_t timeout = 0;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
@@ -558,6 +636,9 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
         for (ngx_uint_t k = 0; k < group->nrules; k++) {
             ctx->outcomes[group->rules[k]] = out[k];
             ctx->decided[group->rules[k]] = 1;
+        }
+        if (!allowed) {
+            rememberRejection(ctx, group);
         }
     } else {
         group->error = 1;

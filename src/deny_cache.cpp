@@ -1,0 +1,180 @@
+/*
+ * deny_cache.cpp: once Redis rejected a key, every worker of the instance
+ * knows until when, and rejects it again without asking: a flood costs
+ * Redis nothing.
+ *
+ * An entry names a rule's state for one key value (the Redis key without
+ * its prefix) and the rule's configuration (limit, window, burst, cost:
+ * a reload that changes them does not inherit old entries); it holds the
+ * time at which the rule frees capacity for that request. Only enforced
+ * rules of constant cost are cached: a cheaper request might pass sooner,
+ * a dry run never rejects. Capacity never frees before that time but by a
+ * refund, so a cached rejection never admits less than Redis would, but
+ * briefly after a refund.
+ */
+
+#include "ngx.hpp"
+
+#include <ctime>
+
+namespace {
+
+struct Shared {
+    ngx_rbtree_t        rbtree;
+    ngx_rbtree_node_t   sentinel;
+    ngx_queue_t         queue;
+};
+
+struct Entry {
+    ngx_str_node_t      sn;
+    ngx_queue_t         queue;
+    int64_t             until;      /* CLOCK_MONOTONIC, us */
+    int64_t             remaining;
+};
+
+constexpr size_t kMaxKey = 2 + 64 + 1 + 1 + RL_RULE_ID_LEN + 40 + 8;
+constexpr ngx_uint_t kExpirePerInsert = 2;
+constexpr ngx_uint_t kEvictOnFull = 8;
+
+int64_t monotonicUs() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The entry's name: the state key without prefix, then the rule's
+ * configuration digest. */
+size_t keyOf(u_char *out, const ngx_http_rl_rule_t *rule,
+             const ngx_str_t *value) {
+    auto *v = reinterpret_cast<const char *>(value->data);
+    size_t len = rl_state_key_len(0, v, value->len);
+    if (len + 8 > kMaxKey) {
+        return 0;
+    }
+    rl_state_key_write(reinterpret_cast<char *>(out), "", 0, v, value->len,
+                       rule->id);
+    ngx_memcpy(out + len, &rule->config_crc, 4);
+    ngx_memcpy(out + len + 4, &rule->zone->index, 4);
+    return len + 8;
+}
+
+Shared *shared(ngx_shm_zone_t *zone) {
+    auto *pool = reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
+    return static_cast<Shared *>(pool->data);
+}
+
+ngx_slab_pool_t *poolOf(ngx_shm_zone_t *zone) {
+    return reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
+}
+
+void expire(ngx_shm_zone_t *zone, int64_t now, ngx_uint_t max, bool force) {
+    Shared *sh = shared(zone);
+    for (ngx_uint_t i = 0; i < max && !ngx_queue_empty(&sh->queue); i++) {
+        ngx_queue_t *q = ngx_queue_last(&sh->queue);
+        Entry *e = ngx_queue_data(q, Entry, queue);
+        if (!force && e->until > now) {
+            return;
+        }
+        ngx_queue_remove(&e->queue);
+        ngx_rbtree_delete(&sh->rbtree, &e->sn.node);
+        ngx_slab_free_locked(poolOf(zone), e);
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone,
+                                     void *data) noexcept {
+    ngx_slab_pool_t *pool = poolOf(shm_zone);
+    if (data != nullptr || shm_zone->shm.exists) {
+        return NGX_OK; /* the pool keeps the tree */
+    }
+    auto *sh = static_cast<Shared *>(ngx_slab_alloc(pool, sizeof(Shared)));
+    if (sh == nullptr) {
+        return NGX_ERROR;
+    }
+    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
+    ngx_queue_init(&sh->queue);
+    pool->data = sh;
+    pool->log_nomem = 0;
+    return NGX_OK;
+}
+
+/* A cached rejection of this rule for this key: 1 and the figures, or 0. */
+ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
+                                  const ngx_http_rl_rule_t *rule,
+                                  const ngx_str_t *value,
+                                  rl_outcome_t *out) noexcept {
+    u_char text[kMaxKey];
+    size_t len = keyOf(text, rule, value);
+    if (len == 0) {
+        return 0;
+    }
+    ngx_str_t key = {len, text};
+    uint32_t hash = ngx_crc32_short(text, len);
+    int64_t now = monotonicUs();
+    ngx_int_t found = 0;
+
+    ngx_slab_pool_t *pool = poolOf(zone);
+    ngx_shmtx_lock(&pool->mutex);
+    auto *e = reinterpret_cast<Entry *>(
+        ngx_str_rbtree_lookup(&shared(zone)->rbtree, &key, hash));
+    if (e != nullptr && e->until > now) {
+        int64_t ms = (e->until - now + 999) / 1000;
+        *out = {e->remaining, ms, ms, 0};
+        found = 1;
+    }
+    ngx_shmtx_unlock(&pool->mutex);
+    return found;
+}
+
+void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
+                             const ngx_http_rl_rule_t *rule,
+                             const ngx_str_t *value,
+                             const rl_outcome_t *o) noexcept {
+    u_char text[kMaxKey];
+    size_t len = keyOf(text, rule, value);
+    if (len == 0 || o->retry_ms <= 0) {
+        return;
+    }
+    ngx_str_t key = {len, text};
+    uint32_t hash = ngx_crc32_short(text, len);
+    int64_t now = monotonicUs();
+    int64_t until = now + o->retry_ms * 1000;
+
+    ngx_slab_pool_t *pool = poolOf(zone);
+    Shared *sh = shared(zone);
+    ngx_shmtx_lock(&pool->mutex);
+    expire(zone, now, kExpirePerInsert, false);
+    auto *e = reinterpret_cast<Entry *>(
+        ngx_str_rbtree_lookup(&sh->rbtree, &key, hash));
+    if (e == nullptr) {
+        e = static_cast<Entry *>(
+            ngx_slab_alloc_locked(pool, sizeof(Entry) + len));
+        if (e == nullptr) {
+            expire(zone, now, kEvictOnFull, true);
+            e = static_cast<Entry *>(
+                ngx_slab_alloc_locked(pool, sizeof(Entry) + len));
+        }
+        if (e == nullptr) {
+            ngx_shmtx_unlock(&pool->mutex);
+            return;
+        }
+        auto *k = reinterpret_cast<u_char *>(e) + sizeof(Entry);
+        ngx_memcpy(k, text, len);
+        e->sn.str.len = len;
+        e->sn.str.data = k;
+        e->sn.node.key = hash;
+        ngx_rbtree_insert(&sh->rbtree, &e->sn.node);
+    } else {
+        ngx_queue_remove(&e->queue);
+    }
+    e->until = until;
+    e->remaining = o->remaining;
+    ngx_queue_insert_head(&sh->queue, &e->queue);
+    ngx_shmtx_unlock(&pool->mutex);
+}
+
+}  // extern "C"
