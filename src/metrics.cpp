@@ -275,6 +275,9 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
     b->last = p;
     b->last_buf = (r == r->main) ? 1 : 0;
     b->last_in_chain = 1;
+    if (b->last == b->pos) {
+        b->temporary = 0; /* no zone: an empty page, a special buffer */
+    }
 
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = b->last - b->pos;

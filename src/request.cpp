@@ -186,7 +186,7 @@ bool isDry(const ngx_http_rl_ctx_t *ctx, const ngx_http_rl_rule_t *rule) {
 }
 
 /* One line per decision worth telling, in limit_req's manner: at
- * rl_log_level, a delay one level less severe. */
+ * rl_log_level, a delay (what == NULL) one level less severe. */
 void logDecision(ngx_http_rl_ctx_t *ctx, ngx_int_t index,
                  const char *what, ngx_uint_t level) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
@@ -196,12 +196,18 @@ void logDecision(ngx_http_rl_ctx_t *ctx, ngx_int_t index,
     char key[64 + 3];
     size_t len = rl_printable(key, 64, reinterpret_cast<char *>(value->data),
                               value->len);
+    if (what == nullptr) {
+        ngx_log_error(level, ctx->r->connection->log, 0,
+                      "rl: request delayed by %L ms by rule \"%V\" of "
+                      "zone \"%V\", key \"%*s\"",
+                      o->delay_ms, &rule->name, &rule->zone->name, len, key);
+        return;
+    }
     ngx_log_error(level, ctx->r->connection->log, 0,
                   "rl: %s by rule \"%V\" of zone \"%V\", key \"%*s\", "
-                  "%s %L ms",
+                  "retry in %L ms",
                   what, &rule->name, &rule->zone->name, len, key,
-                  o->delay_ms ? "delay" : "retry in",
-                  o->delay_ms ? o->delay_ms : o->retry_ms);
+                  o->retry_ms);
 }
 
 /* rl_requests_total: each rule that applied, from its point of view. */
@@ -209,15 +215,16 @@ void count(ngx_http_rl_ctx_t *ctx) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
-        for (ngx_uint_t k = 0; k < group->nrules && !group->skipped; k++) {
+        for (ngx_uint_t k = 0; k < group->nrules; k++) {
             ngx_uint_t i = group->rules[k];
             ngx_http_rl_rule_t *rule = &rules[i];
-            if (!ctx->decided[i] && !group->error) {
-                continue; /* answered by the deny cache for another rule */
-            }
+            /* a rule not asked (the deny cache answered for another)
+             * did not reject: passed */
             ngx_uint_t o = NGX_HTTP_RL_PASSED;
-            if (group->error || !ctx->decided[i]) {
+            if (group->error) {
                 o = NGX_HTTP_RL_ERROR;
+            } else if (!ctx->decided[i]) {
+                o = NGX_HTTP_RL_PASSED;
             } else if (ctx->outcomes[i].retry_ms > 0) {
                 o = isDry(ctx, rule) ? NGX_HTTP_RL_REJECTED_DRY_RUN
                                      : NGX_HTTP_RL_REJECTED;
@@ -433,8 +440,10 @@ void finish(ngx_http_rl_ctx_t *ctx) {
             logDecision(ctx, dry, "dry run: request would be rejected",
                         level);
         }
-        if (slowest >= 0 && level < NGX_LOG_DEBUG) {
-            logDecision(ctx, slowest, "request delayed", level + 1);
+        if (slowest >= 0) {
+            /* as limit_req: one level less severe, info stays info */
+            logDecision(ctx, slowest, nullptr,
+                        level == NGX_LOG_INFO ? level : level + 1);
         }
     }
     count(ctx);
