@@ -339,8 +339,8 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
     p = h->value.data;
 
     for (i = 0; i < n; i++) {
-        if (!ctx->decided[i]) {
-            continue;
+        if (ctx->values[i].len == 0) {
+            continue; /* an empty key: the rule did not apply */
         }
 
         if (p != h->value.data) {

@@ -1,0 +1,425 @@
+# The README's cookbook, run as written: every ```nginx block under
+# "## Cookbook" is a complete configuration. Only what ties it to a host
+# is moved (the module path, the Redis address, the listen and upstream
+# ports, log paths, and what the harness needs: pid, error_log, daemon
+# off); then each recipe is checked for what its text says it does. The
+# prometheus.yml snippet must parse and point at the metrics location.
+
+use lib 't/lib';
+use RlTest;
+use CPAN::Meta::YAML;
+use IO::Socket::IP;
+use IO::Select;
+
+# ------------------------------------------------------------ README
+
+my $readme = do {
+    local (@ARGV, $/) = (repo_root() . '/README.md');
+    <>;
+};
+my ($cookbook) = $readme =~ /^## Cookbook\n(.*?)(?=^## )/ms;
+ok(defined $cookbook, 'README has a ## Cookbook section') or do {
+    done_testing();
+    exit;
+};
+
+# title => { nginx => [blocks], yaml => [blocks] }
+my (%recipe, @titles);
+for my $part (split /^### /m, $cookbook) {
+    my ($title) = $part =~ /\A(.*)\n/ or next;
+    next if $title =~ /^\s*$/ || $part !~ /```/;
+    push @titles, $title;
+    while ($part =~ /^```(\w+)\n(.*?)^```$/msg) {
+        push @{ $recipe{$title}{$1} }, $2;
+    }
+}
+
+sub recipe {
+    my ($re, $what) = @_;
+    my @t = grep { /$re/ } @titles;
+    is(scalar @t, 1, "the cookbook has one recipe for $what")
+        or diag("recipes: @titles");
+    return @t ? $recipe{ $t[0] } : undef;
+}
+
+# ------------------------------------------------------------ running one
+
+package CookbookNginx {
+    our @ISA = ('RlTest::Nginx');
+    # the configuration is complete already
+    sub conf_text { $_[0]{config} }
+}
+
+my $r = start_redis();
+
+# Moves a README configuration to the test's ports and paths; returns
+# the text and the map of README port => test port.
+sub adapt {
+    my ($conf, $dir) = @_;
+    my %port;
+    my $map = sub { $port{ $_[0] } //= free_port() };
+    my $mod = module_path();
+    my $user = $> == 0 ? "user root;\n" : '';
+    $conf =~ s{^load_module\s+\S+;\n}{}m
+        or die "no load_module line\n";
+    $conf =~ s{^\s*(?:pid|error_log|daemon|user)\s[^;]*;\n}{}mg;
+    $conf = "load_module $mod;\n${user}daemon off;\nmaster_process on;\n"
+          . "pid logs/nginx.pid;\nlock_file logs/nginx.lock;\n"
+          . "error_log logs/error.log info;\n" . $conf;
+    $conf =~ s{redis=127\.0\.0\.1:6379\b}{'redis=127.0.0.1:' . $r->port}ge;
+    $conf =~ s{^(\s*listen\s+)(?:127\.0\.0\.1:)?(\d+)}
+              {$1 . '127.0.0.1:' . $map->($2)}gme;
+    $conf =~ s{(http://127\.0\.0\.1:)(\d+)}{$1 . $map->($2)}ge;
+    $conf =~ s{^(\s*server\s+127\.0\.0\.1:)(\d+)}{$1 . $map->($2)}gme;
+    $conf =~ s{(access_log\s+)/var/log/nginx/}{${1}logs/}g;
+    $conf =~ s{^(http\s*\{\n)}{$1
+    client_body_temp_path temp/client_body;
+    proxy_temp_path temp/proxy;
+    fastcgi_temp_path temp/fastcgi;
+    uwsgi_temp_path temp/uwsgi;
+    scgi_temp_path temp/scgi;
+}m or die "no http block\n";
+    return ($conf, \%port);
+}
+
+sub run_recipe {
+    my ($rc, $what) = @_;
+    return unless $rc;
+    my @blocks = @{ $rc->{nginx} // [] };
+    is(scalar @blocks, 1, "$what: one nginx configuration");
+    return unless @blocks;
+    my ($conf, $port) = adapt($blocks[0]);
+    my $ng = CookbookNginx->new(config => $conf, port => $port->{8080},
+                                start => 0);
+    my ($ok, $msg) = $ng->try_start;
+    ok($ok, "$what: nginx -t passes and nginx starts") or diag($msg);
+    return unless $ok;
+    return ($ng, $port, $conf);
+}
+
+# GET from a given local address (the whole of 127/8 is loopback).
+sub get_from {
+    my ($local, $port, $path, @headers) = @_;
+    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $port,
+                                LocalHost => $local, Timeout => 5)
+        or return { code => 0, headers => {}, error => "$local: $@" };
+    my $h = '';
+    while (my ($k, $v) = splice @headers, 0, 2) { $h .= "$k: $v\r\n" }
+    print $s "GET $path HTTP/1.1\r\nHost: localhost\r\n$h"
+             . "Connection: close\r\n\r\n";
+    my $buf = '';
+    my $sel = IO::Select->new($s);
+    my $deadline = now() + 10;
+    while (now() < $deadline) {
+        next unless $sel->can_read(0.1);
+        my $n = sysread $s, $buf, 65536, length $buf;
+        last unless $n;
+    }
+    close $s;
+    my ($head, $body) = split /\r\n\r\n/, $buf, 2;
+    my ($code) = ($head // '') =~ m{^HTTP/1\.\d (\d+)};
+    my %hd;
+    for (split /\r\n/, $head // '') {
+        $hd{ lc $1 } = $2 if /^([^:]+):\s*(.*)$/;
+    }
+    return { code => $code // 0, headers => \%hd, body => $body // '' };
+}
+
+my $can_127_0_0_2 = do {
+    my $p = IO::Socket::IP->new(LocalHost => '127.0.0.2', LocalPort => 0,
+                                Proto => 'tcp', Listen => 1);
+    $p ? 1 : 0;
+};
+
+sub codes { join ' ', map { $_->{code} } @_ }
+sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } -1 }
+
+# ------------------------------------------------------------ per IP + per key
+
+{
+    my $what = 'per-IP + per-API-key';
+    my ($ng, $port) = run_recipe(recipe(qr/per-API-key/i, $what), $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my @k = map { http_get($p, '/api/x', 'X-Api-Key' => 'k1') } 1 .. 3;
+        is(codes(@k), '200 200 200', "$what: with a key, served");
+        is($k[0]{body}, "ok\n", "$what: by the application");
+        like($k[0]{headers}{'ratelimit-policy'} // '',
+             qr/^"per_ip";q=10;w=1, ?"per_key";q=1000;w=3600$/,
+             "$what: with a key, both rules apply");
+        is($k[0]{headers}{'x-ratelimit-limit'}, 10,
+           "$what: the per-IP rule binds (least remaining)");
+        my $nokey = http_get($p, '/api/x');
+        like($nokey->{headers}{'ratelimit-policy'} // '',
+             qr/^"per_ip";q=10;w=1$/, "$what: without a key, per_ip only");
+
+        $r->cli('FLUSHALL');
+        my @burst = map { http_get($p, '/api/x') } 1 .. 40;
+        my $first = first_reject(@burst);
+        ok($first >= 21, "$what: from idle, 1 + burst 20 pass at once "
+                         . "(first 429 at request " . ($first + 1) . ')');
+        ok($first > 0, "$what: then 429");
+        is($burst[$first]{headers}{'x-ratelimit-limit'}, 10,
+           "$what: the 429 names the per-IP limit") if $first > 0;
+        like($burst[$first]{headers}{'retry-after'} // '', qr/^[1-9]\d*$/,
+             "$what: with Retry-After") if $first > 0;
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ tiers by rules
+
+{
+    my $what = 'tiers by rules';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/different rules/i, $what), $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my @anon = map { http_get($p, '/api/x') } 1 .. 15;
+        my $first = first_reject(@anon);
+        ok($first >= 10, "$what: anonymous: 10 pass (first 429 at "
+                         . ($first + 1) . ')');
+        ok($first > 0, "$what: anonymous: then 429");
+        is($anon[0]{headers}{'x-ratelimit-limit'}, 10,
+           "$what: anonymous: 10 a minute");
+
+        my @free = map { http_get($p, '/api/x', 'X-Api-Key' => 'abc') }
+                   1 .. 70;
+        $first = first_reject(@free);
+        is($free[0]{headers}{'x-ratelimit-limit'}, 60,
+           "$what: free: 60 a minute");
+        ok($first >= 60 && $first <= 62, "$what: free: 60 pass (first 429 at "
+                                          . ($first + 1) . ')');
+
+        my $pro = http_get($p, '/api/x', 'X-Api-Key' => 'pro_123');
+        is($pro->{code}, 200, "$what: pro: served");
+        is($pro->{headers}{'x-ratelimit-limit'}, 600,
+           "$what: pro: 600 a minute");
+        is($pro->{headers}{'x-ratelimit-remaining'}, 599,
+           "$what: pro: its own quota");
+
+        my @int = map { http_get($p, '/api/x', 'X-Api-Key' => 'int_7') }
+                  1 .. 20;
+        is(codes(@int), join(' ', (200) x 20), "$what: internal: unlimited");
+        ok(!grep({ exists $_->{headers}{'x-ratelimit-limit'} } @int),
+           "$what: internal: no rule applied, no header");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ tiers by cost
+
+{
+    my $what = 'tiers by cost';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/cost per tier/i, $what), $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my @free = map { http_get($p, '/api/x', 'X-Api-Key' => 'abc') }
+                   1 .. 65;
+        is($free[0]{headers}{'x-ratelimit-limit'}, 600,
+           "$what: free: the limit is in units");
+        is($free[0]{headers}{'x-ratelimit-remaining'}, 590,
+           "$what: free: a request costs 10");
+        my $first = first_reject(@free);
+        ok($first >= 60 && $first <= 62,
+           "$what: free: 60 requests (first 429 at " . ($first + 1) . ')');
+
+        my $pro = http_get($p, '/api/x', 'X-Api-Key' => 'pro_1');
+        is($pro->{headers}{'x-ratelimit-remaining'}, 599,
+           "$what: pro: a request costs 1");
+
+        my $anon = http_get($p, '/api/x');
+        is($anon->{headers}{'x-ratelimit-remaining'}, 590,
+           "$what: no key: limited per address, as free");
+
+        my @int = map { http_get($p, '/api/x', 'X-Api-Key' => 'int_1') }
+                  1 .. 10;
+        is(codes(@int), join(' ', (200) x 10), "$what: internal: unlimited");
+        ok(!grep({ exists $_->{headers}{'x-ratelimit-limit'} } @int),
+           "$what: internal: no header");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ exemption
+
+{
+    my $what = 'exempting internal networks';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/Exempting/i, $what), $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my @local = map { http_get($p, '/') } 1 .. 10;
+        is(codes(@local), join(' ', (200) x 10),
+           "$what: 127.0.0.1 is exempted");
+        ok(!grep({ exists $_->{headers}{'x-ratelimit-limit'} } @local),
+           "$what: 127.0.0.1: no header");
+      SKIP: {
+            skip 'cannot bind 127.0.0.2', 3 unless $can_127_0_0_2;
+            my @other = map { get_from('127.0.0.2', $p, '/') } 1 .. 8;
+            my $first = first_reject(@other);
+            ok($first >= 5, "$what: 127.0.0.2: 5 pass (first 429 at "
+                            . ($first + 1) . ')');
+            ok($first > 0, "$what: 127.0.0.2: then 429");
+            is($other[0]{headers}{'x-ratelimit-limit'}, 5,
+               "$what: 127.0.0.2: limited by per_ip");
+        }
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ dry-run rollout
+
+{
+    my $what = 'dry-run rollout';
+    $r->cli('FLUSHALL');
+    my ($ng, $port, $conf) = run_recipe(recipe(qr/dry-run rollout/i, $what),
+                                        $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my $log = $ng->dir . '/logs/ratelimit.log';
+        my $lines = sub {
+            open my $fh, '<', $log or return ();
+            return <$fh>;
+        };
+        my @res = map { http_get($p, '/api/x') } 1 .. 105;
+        is(codes(@res), join(' ', (200) x 105),
+           "$what: step 1: 105 requests, none rejected");
+        ok(wait_until(sub { $lines->() >= 105 }, timeout => 5),
+           "$what: the access log has them");
+        my @l = $lines->();
+        my $dry = grep { /rl=REJECTED_DRY_RUN rule=per_ip / } @l;
+        my $passed = grep { /rl=PASSED rule=per_ip / } @l;
+        # 5 unless a minute boundary (sliding window) fell in between
+        ok($dry >= 1 && $dry <= 5, "$what: about 5 logged as "
+                                   . "REJECTED_DRY_RUN ($dry)");
+        ok($passed >= 100, "$what: at least the 100 of the limit passed");
+        is($passed + $dry, 105, "$what: the others as PASSED ($passed)");
+
+        my $m = http_get($p, '/metrics');
+        is($m->{code}, 200, "$what: the metrics answer 127.0.0.1");
+        like($m->{body},
+             qr/^rl_requests_total\{zone="main",rule="per_ip",outcome="rejected_dry_run"\} $dry$/m,
+             "$what: the metrics count the $dry dry-run rejections");
+        like($m->{body},
+             qr/^rl_requests_total\{zone="main",rule="per_ip",outcome="passed"\} $passed$/m,
+             "$what: and the $passed passed");
+
+        # step 3: the switch, as the README says
+        (my $on = $conf) =~ s/rl_dry_run on;/rl_dry_run off;/;
+        isnt($on, $conf, "$what: the configuration has rl_dry_run on;");
+        ok($ng->reload(config => $on), "$what: reload with rl_dry_run off");
+        my @after = map { http_get($p, '/api/x') } 1 .. 5;
+        my $first = first_reject(@after);
+        ok($first >= 0 && $first <= 1,
+           "$what: step 3: the rule now rejects (" . codes(@after) . ')');
+        ok(wait_until(sub { grep { /" 429 rl=REJECTED rule=per_ip / }
+                                 $lines->() }, timeout => 5),
+           "$what: logged as REJECTED");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ Prometheus
+
+{
+    my $what = 'Prometheus';
+    $r->cli('FLUSHALL');
+    my $rc = recipe(qr/Prometheus/, $what);
+    my @yaml = @{ $rc->{yaml} // [] };
+    is(scalar @yaml, 1, "$what: one prometheus.yml snippet");
+    my $y = eval { CPAN::Meta::YAML->read_string($yaml[0] // '') };
+    ok($y, "$what: prometheus.yml parses") or diag($@);
+    my $job = $y ? $y->[0]{scrape_configs}[0] : {};
+    my ($target) = @{ $job->{static_configs}[0]{targets} // [] };
+    my ($thost, $tport) = ($target // '') =~ /^([^:]+):(\d+)$/;
+    ok($job->{job_name}, "$what: a job_name");
+    my $nginx = ($rc->{nginx} // [''])->[0];
+    my ($mpath) = $nginx =~ /location\s+=\s+(\S+)\s*\{[^}]*rl_metrics;/s;
+    is($job->{metrics_path}, $mpath,
+       "$what: metrics_path is the rl_metrics location ($mpath)");
+    like($nginx, qr/listen\s+\Q$thost:$tport\E;/,
+         "$what: the target is the metrics server's listen ($thost:$tport)");
+
+    my ($ng, $port) = run_recipe($rc, $what);
+    if ($ng && !($tport && $port->{$tport})) {
+        fail("$what: the target's port is not one of the configuration's");
+        $ng->stop(name => "$what: nginx");
+    } elsif ($ng) {
+        my $p = $port->{8080};
+        my $mp = $port->{$tport};
+        is(http_get($p, '/')->{code}, 200, "$what: traffic");
+        my $m = http_get($mp, $mpath);
+        is($m->{code}, 200, "$what: the scrape from 127.0.0.1 answers");
+        like($m->{headers}{'content-type'} // '',
+             qr{^text/plain; version=0\.0\.4}, "$what: in the text format");
+        like($m->{body},
+             qr/^rl_requests_total\{zone="main",rule="per_ip",outcome="passed"\} 1$/m,
+             "$what: with the counts");
+        unlike(http_get($p, $mpath)->{body}, qr/rl_requests_total/,
+               "$what: the public server does not serve the metrics");
+      SKIP: {
+            skip 'cannot bind 127.0.0.2', 1 unless $can_127_0_0_2;
+            is(get_from('127.0.0.2', $mp, $mpath)->{code}, 403,
+               "$what: another address is denied");
+        }
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ reference snippets
+
+# The snippets of the directive reference, in a configuration around them.
+{
+    my ($ref) = $readme =~ /^## Directives\n(.*?)(?=^## )/ms;
+    my ($status) = ($ref // '') =~ /^### rl_status\n.*?^```nginx\n(.*?)^```$/ms;
+    my ($vars) = ($ref // '') =~
+        /^### Embedded variables\n.*?^```nginx\n(.*?)^```$/ms;
+    ok(defined $status, 'the rl_status section has an error_page example');
+    ok(defined $vars, 'the variables section has an example');
+    $r->cli('FLUSHALL');
+    my $conf = <<"CONF";
+load_module /usr/lib/nginx/modules/ngx_http_rl_module.so;
+events {}
+http {
+    rl_zone main redis=127.0.0.1:6379;
+@{[ $vars // '' ]}
+    upstream app {
+        server 127.0.0.1:8081;
+    }
+    server {
+        listen 8080;
+@{[ $status // '' ]}
+    }
+    server {
+        listen 127.0.0.1:8081;
+        return 200 "ok\\n";
+    }
+}
+CONF
+    my ($ng, $port) = run_recipe({ nginx => [$conf] }, 'reference snippets');
+    if ($ng) {
+        my $p = $port->{8080};
+        my ($res, $n);
+        wait_until(sub {
+            $res = http_get($p, '/api/x');
+            $n++;
+            $res->{code} != 200;
+        }, timeout => 10, interval => 0);
+        is($res->{code}, 429, "rl_status example: a 429 after $n requests");
+        like($res->{body},
+             qr/^\{"error":"rate_limited","rule":"per_ip","retry_after":[1-9]\d*\}\n\z/,
+             'rl_status example: the JSON body of the named location');
+        like($res->{headers}{'content-type'} // '', qr{^application/json},
+             'rl_status example: as JSON');
+        is($res->{headers}{'x-ratelimit-limit'}, 10,
+           'rl_status example: the headers survive the redirect');
+        is($res->{headers}{'x-rl-verdict'}, 'slow down',
+           'variables example: the map of $rl_status to a header');
+        $ng->stop(name => 'reference snippets: nginx');
+    }
+}
+
+$r->stop;
+done_testing();
