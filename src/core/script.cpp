@@ -35,8 +35,9 @@ void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
     for (size_t k = 0; k < n; k++) {
         put(keys[k]);
     }
-    put(count);
+    put("1");
     put(now.data() != nullptr ? now : std::string_view("", 0));
+    put(count);
     for (size_t k = 0; k < n; k++) {
         put(rules[k].algorithm);
         put(rules[k].limit);
