@@ -106,10 +106,6 @@ size_t rl_argv_now_index(size_t rules) noexcept {
     return rl::argvNowIndex(rules);
 }
 
-size_t rl_argv_rules_index(size_t rules) noexcept {
-    return rl::argvRulesIndex(rules);
-}
-
 void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
                   const char *count, size_t count_len, const char **keys,
                   const size_t *key_lens, const char *const *rule_args,
@@ -132,17 +128,13 @@ void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
                  now != nullptr);
 }
 
-rl_reply_status_e rl_decode_reply(const void *reply, size_t offset,
-                                  int batch, size_t rules, int *allowed,
-                                  rl_outcome_t *out,
+rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
+                                  int *allowed, rl_outcome_t *out,
                                   int64_t *now_us) noexcept {
     bool ok = false;
     auto *o = reinterpret_cast<rl::RuleOutcome *>(out);
-    auto *r = static_cast<const redisReply *>(reply);
-    rl::ReplyStatus st =
-        batch ? rl::decodeRequestAt(r, offset, rules, &ok, o, now_us)
-              : rl::decodeReply(r, rules, &ok, o, now_us);
-    switch (st) {
+    switch (rl::decodeReply(static_cast<const redisReply *>(reply), rules,
+                            &ok, o, now_us)) {
     case rl::ReplyStatus::Ok:
         *allowed = ok ? 1 : 0;
         return RL_REPLY_OK;

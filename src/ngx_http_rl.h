@@ -212,8 +212,8 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     ngx_http_rl_loc_conf_t *lcf) RL_NOEXCEPT;
-void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
-    size_t offset, int batch) RL_NOEXCEPT;
+void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply)
+    RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;
 
 

@@ -8,11 +8,6 @@
  * once; a reply clears it, and if none comes within connect_timeout the
  * connection is dropped and made again. Incidents are logged once, when
  * the link goes down, and once when it is back.
- *
- * Requests are not sent one by one: those of one event-loop turn are
- * queued and sent as one script call (a batch) when the turn's posted
- * events run, so Redis runs the script and reads its clock once for all
- * of them; each request is still decided on its own, atomically.
  */
 
 #include "redis_link.hpp"
@@ -31,8 +26,6 @@ void onHandshake(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onScriptLoaded(redisAsyncContext *ac, void *reply,
                     void *data) noexcept;
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
-void onBatchReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
-void onFlush(ngx_event_t *ev) noexcept;
 void onReconnectTimer(ngx_event_t *ev) noexcept;
 void onDeadlineTimer(ngx_event_t *ev) noexcept;
 
@@ -43,7 +36,6 @@ public:
     Link(ngx_http_rl_zone_t *zone, ngx_log_t *log) : zone_(zone), log_(log) {
         initTimer(&reconnect_, onReconnectTimer);
         initTimer(&deadline_, onDeadlineTimer);
-        initTimer(&flush_, onFlush);
     }
 
     ~Link() {
@@ -54,22 +46,12 @@ public:
         if (deadline_.timer_set) {
             ngx_del_timer(&deadline_);
         }
-        if (flush_.posted) {
-            ngx_delete_posted_event(&flush_);
-        }
         drop();
         while (free_ != nullptr) {
             Call *c = free_;
             free_ = c->next;
             ngx_free(c);
         }
-        while (freeBatches_ != nullptr) {
-            Batch *b = freeBatches_;
-            freeBatches_ = b->next;
-            ngx_free(b);
-        }
-        ngx_free(argv_);
-        ngx_free(argvlen_);
     }
 
     /* Requests may queue behind a first handshake (hiredis buffers
@@ -86,10 +68,7 @@ public:
     void disconnected(const redisAsyncContext *ac);
     void handshakeReply(redisAsyncContext *ac, redisReply *reply);
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
-    void replied(Call *call, redisReply *reply, size_t offset = 0,
-                 bool batch = false);
-    void batchReplied(Batch *b, redisReply *reply);
-    void flush();
+    void replied(Call *call, redisReply *reply);
     void reconnectDue() { connect(); }
     void deadlinePassed();
 
@@ -115,9 +94,6 @@ private:
     void schedule();
     bool command(redisCallbackFn *fn, int argc, const char **argv,
                  const size_t *len);
-    void sendOne(Call *call, bool eval);
-    void sendBatch(size_t m);
-    bool reserve(size_t argc);
 
     ngx_http_rl_zone_t *zone_;
     ngx_log_t *log_;
@@ -126,15 +102,6 @@ private:
     ngx_event_t deadline_;
     ngx_msec_t backoff_ = kFirstBackoff;
     Call *free_ = nullptr;
-    ngx_event_t flush_;
-    Call *queue_[kMaxBatch];
-    size_t queued_ = 0;
-    Batch *freeBatches_ = nullptr;
-    const char **argv_ = nullptr;  /* a batch's vector, reused */
-    size_t *argvlen_ = nullptr;
-    size_t argvCap_ = 0;
-    char keysText_[NGX_INT_T_LEN];
-    char countText_[NGX_INT_T_LEN];
     bool ready_ = false;
     bool stalled_ = false;
     bool down_ = false;         /* an incident is open (and was logged) */
@@ -168,15 +135,6 @@ void onScriptLoaded(redisAsyncContext *ac, void *reply, void *) noexcept {
 void onReply(redisAsyncContext *, void *reply, void *data) noexcept {
     Call *call = static_cast<Call *>(data);
     call->link->replied(call, static_cast<redisReply *>(reply));
-}
-
-void onBatchReply(redisAsyncContext *, void *reply, void *data) noexcept {
-    Batch *b = static_cast<Batch *>(data);
-    b->link->batchReplied(b, static_cast<redisReply *>(reply));
-}
-
-void onFlush(ngx_event_t *ev) noexcept {
-    static_cast<Link *>(ev->data)->flush();
 }
 
 void onReconnectTimer(ngx_event_t *ev) noexcept {
@@ -386,177 +344,17 @@ Call *Link::send(ngx_http_rl_group_t *group) {
     call->link = this;
     call->group = group;
     call->next = nullptr;
-    queue_[queued_++] = call;
-    if (queued_ == kMaxBatch) {
-        flush();
-    } else if (!flush_.posted) {
-        ngx_post_event(&flush_, &ngx_posted_events);
+    if (redisAsyncCommandArgv(ac_, onReply, call,
+                              static_cast<int>(group->argc), group->argv,
+                              group->argvlen) != REDIS_OK)
+    {
+        release(call);
+        return nullptr;
     }
     return call;
 }
 
-/* The end of the turn: what was queued goes, as one call. */
-void Link::flush() {
-    if (flush_.posted) {
-        ngx_delete_posted_event(&flush_);
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < queued_; i++) {
-        if (queue_[i]->group != nullptr) {
-            queue_[m++] = queue_[i];
-        } else {
-            release(queue_[i]); /* its request went away meanwhile */
-        }
-    }
-    queued_ = 0;
-    if (m == 0) {
-        return;
-    }
-    if (ac_ == nullptr) {
-        for (size_t i = 0; i < m; i++) {
-            replied(queue_[i], nullptr);
-        }
-    } else if (m == 1) {
-        sendOne(queue_[0], false);
-    } else {
-        sendBatch(m);
-    }
-}
-
-void Link::sendOne(Call *call, bool eval) {
-    ngx_http_rl_group_t *g = call->group;
-    if (eval) {
-        size_t len;
-        g->argv[0] = "EVAL";
-        g->argvlen[0] = 4;
-        g->argv[1] = rl_script_text(&len);
-        g->argvlen[1] = len;
-    }
-    if (ac_ == nullptr ||
-        redisAsyncCommandArgv(ac_, onReply, call, static_cast<int>(g->argc),
-                              g->argv, g->argvlen) != REDIS_OK) {
-        replied(call, nullptr);
-    }
-}
-
-bool Link::reserve(size_t argc) {
-    if (argc <= argvCap_) {
-        return true;
-    }
-    size_t cap = argc * 2;
-    auto **v = static_cast<const char **>(
-        ngx_alloc(cap * sizeof(char *), log_));
-    auto *l = static_cast<size_t *>(ngx_alloc(cap * sizeof(size_t), log_));
-    if (v == nullptr || l == nullptr) {
-        ngx_free(v);
-        ngx_free(l);
-        return false;
-    }
-    ngx_free(argv_);
-    ngx_free(argvlen_);
-    argv_ = v;
-    argvlen_ = l;
-    argvCap_ = cap;
-    return true;
-}
-
-/* One vector from the requests' own (see src/core/script.hpp): every
- * request's keys, then m, now, and every request's rules section. */
-void Link::sendBatch(size_t m) {
-    Batch *b = freeBatches_;
-    if (b != nullptr) {
-        freeBatches_ = b->next;
-    } else {
-        b = static_cast<Batch *>(ngx_alloc(sizeof(Batch), log_));
-    }
-    size_t keys = 0, argc = 5;
-    for (size_t j = 0; j < m; j++) {
-        ngx_http_rl_group_t *g = queue_[j]->group;
-        keys += g->nrules;
-        argc += g->nrules + g->argc - rl_argv_rules_index(g->nrules);
-    }
-    if (b == nullptr || !reserve(argc)) {
-        if (b != nullptr) {
-            b->next = freeBatches_;
-            freeBatches_ = b;
-        }
-        for (size_t j = 0; j < m; j++) {
-            replied(queue_[j], nullptr);
-        }
-        return;
-    }
-    b->link = this;
-    b->n = m;
-    size_t i = 0;
-    auto put = [&](const char *p, size_t len) {
-        argv_[i] = p;
-        argvlen_[i++] = len;
-    };
-    auto text = [](char *buf, size_t v) {
-        auto *p = reinterpret_cast<u_char *>(buf);
-        return static_cast<size_t>(ngx_sprintf(p, "%uz", v) - p);
-    };
-    put("EVALSHA", 7);
-    put(rl_script_sha(), RL_SHA_LEN);
-    put(keysText_, text(keysText_, keys));
-    for (size_t j = 0; j < m; j++) {
-        ngx_http_rl_group_t *g = queue_[j]->group;
-        for (size_t k = 0; k < g->nrules; k++) {
-            put(g->argv[3 + k], g->argvlen[3 + k]);
-        }
-    }
-    put(countText_, text(countText_, m));
-    put("", 0);
-    for (size_t j = 0; j < m; j++) {
-        ngx_http_rl_group_t *g = queue_[j]->group;
-        for (size_t k = rl_argv_rules_index(g->nrules); k < g->argc; k++) {
-            put(g->argv[k], g->argvlen[k]);
-        }
-        b->calls[j] = queue_[j];
-        b->rules[j] = g->nrules;
-    }
-    if (redisAsyncCommandArgv(ac_, onBatchReply, b, static_cast<int>(i),
-                              argv_, argvlen_) != REDIS_OK) {
-        batchReplied(b, nullptr);
-    }
-}
-
-/* Each request gets its part; a NOSCRIPT sends each on its own as EVAL
- * (which loads the script again); anything else is every request's. */
-void Link::batchReplied(Batch *b, redisReply *reply) {
-    size_t want = 1;
-    for (size_t j = 0; j < b->n; j++) {
-        want += 1 + 4 * b->rules[j];
-    }
-    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
-        reply->len >= 8 && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0) {
-        for (size_t j = 0; j < b->n; j++) {
-            Call *call = b->calls[j];
-            if (call->group == nullptr) {
-                release(call);
-            } else {
-                call->group->retried = 1;
-                sendOne(call, true);
-            }
-        }
-    } else if (reply != nullptr && reply->type == REDIS_REPLY_ARRAY &&
-               reply->elements != want) {
-        for (size_t j = 0; j < b->n; j++) {
-            replied(b->calls[j], reply, SIZE_MAX, true); /* malformed */
-        }
-    } else {
-        size_t offset = 0;
-        for (size_t j = 0; j < b->n; j++) {
-            replied(b->calls[j], reply, offset, true);
-            offset += 1 + 4 * b->rules[j];
-        }
-    }
-    b->next = freeBatches_;
-    freeBatches_ = b;
-}
-
-void Link::replied(Call *call, redisReply *reply, size_t offset,
-                   bool batch) {
+void Link::replied(Call *call, redisReply *reply) {
     ngx_http_rl_group_t *group = call->group;
 
     if (reply != nullptr && ready_) {
@@ -579,8 +377,18 @@ void Link::replied(Call *call, redisReply *reply, size_t offset,
         /* Redis lost the script (SCRIPT FLUSH, restart): EVAL loads it
          * again, the request never notices. */
         group->retried = 1;
-        sendOne(call, true);
-        return;
+        size_t scriptLen;
+        group->argv[0] = "EVAL";
+        group->argvlen[0] = 4;
+        group->argv[1] = rl_script_text(&scriptLen);
+        group->argvlen[1] = scriptLen;
+        if (ac_ != nullptr &&
+            redisAsyncCommandArgv(ac_, onReply, call,
+                                  static_cast<int>(group->argc), group->argv,
+                                  group->argvlen) == REDIS_OK)
+        {
+            return;
+        }
     }
 
     if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
@@ -596,7 +404,7 @@ void Link::replied(Call *call, redisReply *reply, size_t offset,
 
     release(call);
     group->call = nullptr;
-    ngx_http_rl_group_done(group, reply, offset, batch ? 1 : 0);
+    ngx_http_rl_group_done(group, reply);
 }
 
 void Link::timedOut() {
@@ -654,7 +462,6 @@ void Link::drop() {
          * callback) with a NULL reply: their requests get the policy */
         redisAsyncFree(ac);
     }
-    flush(); /* what was queued gets the policy too */
 }
 
 void Link::schedule() {

@@ -267,8 +267,7 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         if (ctx->outcomes[g->rules[k]].retry_ms > 0) {
             /* a dry-run rule that did not count it: nothing to give */
-            size_t cost = rl_argv_rules_index(g->nrules) + 1 +
-                          k * RL_ARGS_PER_RULE + 4;
+            size_t cost = i + 1 + k * RL_ARGS_PER_RULE + 4;
             argv[cost] = "0";
             argvlen[cost] = 1;
         }
@@ -624,8 +623,8 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     return ctx->rc;
 }
 
-void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
-                            size_t offset, int batch) noexcept {
+void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
+                            const void *reply) noexcept {
     ngx_http_rl_ctx_t *ctx = group->ctx;
     rl_outcome_t out[RL_MAX_RULES];
     int allowed = 0;
@@ -639,8 +638,8 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
                                       nowUs() - group->sent_us));
     }
     if (reply != nullptr &&
-        rl_decode_reply(reply, offset, batch, group->nrules, &allowed, out,
-                        &now) == RL_REPLY_OK) {
+        rl_decode_reply(reply, group->nrules, &allowed, out, &now)
+            == RL_REPLY_OK) {
         group->allowed = allowed ? 1 : 0;
         group->now_us = now;
         for (ngx_uint_t k = 0; k < group->nrules; k++) {

@@ -66,18 +66,15 @@ const char *rl_script_sha(void) RL_NOEXCEPT;
  * now == NULL; a refund passes the decision's time as text. */
 size_t rl_argv_count(size_t rules, int refund) RL_NOEXCEPT;
 size_t rl_argv_now_index(size_t rules) RL_NOEXCEPT;
-size_t rl_argv_rules_index(size_t rules) RL_NOEXCEPT;
 void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
     const char *count, size_t count_len, const char **keys,
     const size_t *key_lens, const char *const *rule_args,
     const size_t *rule_arg_lens, size_t rules, const char *now,
     size_t now_len) RL_NOEXCEPT;
 
-/* Decodes an EVALSHA reply (a hiredis redisReply *) of one request, or
- * (offset > 0 or batch != 0) one request's part of a batch reply. */
-rl_reply_status_e rl_decode_reply(const void *reply, size_t offset,
-    int batch, size_t rules, int *allowed, rl_outcome_t *out,
-    int64_t *now_us) RL_NOEXCEPT;
+/* Decodes an EVALSHA reply (a hiredis redisReply *). */
+rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
+    int *allowed, rl_outcome_t *out, int64_t *now_us) RL_NOEXCEPT;
 
 /* A printable form of a key value for logs: bytes outside 0x20-0x7e,
  * '"' and '\' as \xHH, cut after `cap` bytes of output with "...".

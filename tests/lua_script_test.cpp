@@ -22,32 +22,7 @@ using namespace rltest;
 
 constexpr uint64_t kDay = 86400 * kSec;
 
-class LuaScript : public ScriptFixture {
-protected:
-    /* A batch, as the worker builds it from the requests of one event-loop
-     * turn: every request's keys, then m, now, every request's section. */
-    static std::vector<std::string> batchArgv(
-        const std::vector<std::vector<Rule>>& requests, uint64_t nowUs) {
-        std::vector<std::string> keys, sections;
-        for (const auto& rules : requests) {
-            std::vector<std::string> one = argvOf(rules, nowUs, true, false);
-            for (size_t k = 0; k < rules.size(); k++) {
-                keys.push_back(one[3 + k]);
-            }
-            sections.insert(sections.end(),
-                            one.begin() + rl::argvRulesIndex(rules.size()),
-                            one.end());
-        }
-        std::vector<std::string> argv = {"EVALSHA",
-                                         std::string(rl::scriptSha()),
-                                         std::to_string(keys.size())};
-        argv.insert(argv.end(), keys.begin(), keys.end());
-        argv.push_back(std::to_string(requests.size()));
-        argv.push_back(std::to_string(nowUs));
-        argv.insert(argv.end(), sections.begin(), sections.end());
-        return argv;
-    }
-};
+class LuaScript : public ScriptFixture {};
 
 /* ------------------------------------------------------------------ */
 /* The script's name and the EVALSHA / EVAL protocol                   */
@@ -89,70 +64,6 @@ TEST_F(LuaScript, UnknownAlgorithmIsAnErrorReply) {
               std::string::npos)
         << d.error;
     EXPECT_EQ(integerCommand({"EXISTS", rule.key}), 0);
-}
-
-/* Each request of a batch is decided on its own, in order, as if sent
- * alone: the same figures as one call per request. */
-TEST_F(LuaScript, BatchDecidesEachRequestInOrder) {
-    const uint64_t w = 10 * kSec;
-    uint64_t t = windowStart(w) + kSec;
-    Rule a = fixed("10.7.0.1", 2, w);
-    Rule b = sliding("10.7.0.1", 5, w);
-    Rule c = fixed("10.7.0.2", 1, w);
-    ASSERT_EQ(command({"SCRIPT", "LOAD", std::string(rl::scriptText())})
-                  ->type, REDIS_REPLY_STRING);
-    std::vector<std::vector<Rule>> requests = {{a, b}, {c}, {a, b}, {c},
-                                               {a, b}};
-    std::vector<std::string> argv = batchArgv(requests, t);
-    std::vector<const char*> ptrs;
-    std::vector<size_t> lens;
-    for (const std::string& s : argv) {
-        ptrs.push_back(s.data());
-        lens.push_back(s.size());
-    }
-    ReplyPtr reply = commandArgv(ptrs, lens);
-    ASSERT_EQ(reply->type, REDIS_REPLY_ARRAY);
-    ASSERT_EQ(reply->elements, 1 + (1 + 8) * 3 + (1 + 4) * 2);
-
-    bool expect[] = {true, true, true, false, false};
-    size_t offset = 0;
-    for (size_t j = 0; j < requests.size(); j++) {
-        bool allowed = false;
-        int64_t now = -1;
-        RuleOutcome out[2];
-        ASSERT_EQ(rl::decodeRequestAt(reply.get(), offset,
-                                      requests[j].size(), &allowed, out,
-                                      &now),
-                  ReplyStatus::Ok)
-            << "request " << j;
-        EXPECT_EQ(allowed, expect[j]) << "request " << j;
-        EXPECT_EQ(now, static_cast<int64_t>(t));
-        offset += 1 + 4 * requests[j].size();
-    }
-    EXPECT_EQ(hgetall(a.key).at("c"), "2");
-    EXPECT_EQ(hgetall(c.key).at("c"), "1");
-    EXPECT_EQ(hgetall(b.key).at("c"), "2") << "the rejected third took none";
-}
-
-/* One bad request fails the whole batch before anything is written. */
-TEST_F(LuaScript, BatchWithABadRequestWritesNothing) {
-    const uint64_t w = 10 * kSec;
-    uint64_t t = windowStart(w) + kSec;
-    Rule good = fixed("10.7.1.1", 5, w);
-    Rule bad = fixed("10.7.1.2", 5, w);
-    bad.algorithm = "no_such_algorithm";
-    ASSERT_EQ(command({"SCRIPT", "LOAD", std::string(rl::scriptText())})
-                  ->type, REDIS_REPLY_STRING);
-    std::vector<std::string> argv = batchArgv({{good}, {bad}}, t);
-    std::vector<const char*> ptrs;
-    std::vector<size_t> lens;
-    for (const std::string& s : argv) {
-        ptrs.push_back(s.data());
-        lens.push_back(s.size());
-    }
-    ReplyPtr reply = commandArgv(ptrs, lens);
-    EXPECT_EQ(reply->type, REDIS_REPLY_ERROR);
-    EXPECT_EQ(integerCommand({"EXISTS", good.key}), 0);
 }
 
 /* The module sends no `now`: the script reads Redis' TIME, and says

@@ -360,30 +360,4 @@ TEST_F(Reply, AdmissionWithADryRunRejection) {
     EXPECT_EQ(out_[0].retryMs, 1);
 }
 
-/* A batch reply: each request's part found at its offset, the time at
- * the end; an offset beyond the parts is malformed. */
-TEST_F(Reply, BatchPartsAtTheirOffsets) {
-    const redisReply* r =
-        r_.integers({1, 4, 1000, 0, 0,             /* request 1, 1 rule */
-                     0, 0, 900, 900000, 0, 3, 10, 0, 0,  /* 2, 2 rules */
-                     kNow});
-    bool allowed = false;
-    int64_t now = -1;
-    RuleOutcome out[2];
-    ASSERT_EQ(rl::decodeRequestAt(r, 0, 1, &allowed, out, &now),
-              ReplyStatus::Ok);
-    EXPECT_TRUE(allowed);
-    EXPECT_EQ(out[0].remaining, 4);
-    EXPECT_EQ(now, kNow);
-    ASSERT_EQ(rl::decodeRequestAt(r, 5, 2, &allowed, out, &now),
-              ReplyStatus::Ok);
-    EXPECT_FALSE(allowed);
-    EXPECT_EQ(out[0].retryMs, 900);
-    EXPECT_EQ(out[1].remaining, 3);
-    EXPECT_EQ(rl::decodeRequestAt(r, 10, 2, &allowed, out, &now),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(rl::decodeRequestAt(r, SIZE_MAX, 1, &allowed, out, &now),
-              ReplyStatus::Malformed);
-}
-
 }  // namespace

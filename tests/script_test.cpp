@@ -113,22 +113,20 @@ TEST(Script, ShaIsSha1OfTheText) {
 
 TEST(Script, ArgvCount) {
     EXPECT_EQ(rl::kArgsPerRule, 7u);
-    EXPECT_EQ(rl::argvCount(1), 14u);
-    EXPECT_EQ(rl::argvCount(3), 30u);
-    EXPECT_EQ(rl::argvCount(1, false), 14u);
-    EXPECT_EQ(rl::argvCount(1, true), 15u);
-    EXPECT_EQ(rl::argvCount(3, true), 31u);
+    EXPECT_EQ(rl::argvCount(1), 13u);
+    EXPECT_EQ(rl::argvCount(3), 29u);
+    EXPECT_EQ(rl::argvCount(1, false), 13u);
+    EXPECT_EQ(rl::argvCount(1, true), 14u);
+    EXPECT_EQ(rl::argvCount(3, true), 30u);
     EXPECT_EQ(rl::argvCount(rl::kMaxRulesPerCall),
-              6 + 8 * rl::kMaxRulesPerCall);
-    static_assert(rl::argvCount(2) == 22, "usable at compile time");
+              5 + 8 * rl::kMaxRulesPerCall);
+    static_assert(rl::argvCount(2) == 21, "usable at compile time");
 }
 
 TEST(Script, NowIndex) {
-    /* command, script, n, n keys, 1 (one request), now, n, rules */
+    /* command, script, n, n keys, n, now */
     EXPECT_EQ(rl::argvNowIndex(1), 5u);
     EXPECT_EQ(rl::argvNowIndex(3), 7u);
-    EXPECT_EQ(rl::argvRulesIndex(1), 6u);
-    EXPECT_EQ(rl::argvRulesIndex(3), 8u);
     static_assert(rl::argvNowIndex(2) == 6, "usable at compile time");
 }
 
@@ -156,7 +154,7 @@ TEST(Script, OneRuleEvalsha) {
                  "1", kOneKey, kOneRule, 1);
     std::vector<std::string> expect = {
         "EVALSHA", std::string(rl::scriptSha()), "1",
-        "rl:{10.0.0.1}:0123456789abcdef", "1", "", "1",
+        "rl:{10.0.0.1}:0123456789abcdef", "1", "",
         "fixed_window", "10", "1000000", "0", "1", "0", "0"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
@@ -168,7 +166,7 @@ TEST(Script, OneRuleEval) {
                  "1", kOneKey, kOneRule, 1);
     std::vector<std::string> expect = {
         "EVAL", std::string(rl::scriptText()), "1",
-        "rl:{10.0.0.1}:0123456789abcdef", "1", "", "1",
+        "rl:{10.0.0.1}:0123456789abcdef", "1", "",
         "fixed_window", "10", "1000000", "0", "1", "0", "0"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
@@ -181,7 +179,7 @@ TEST(Script, ThreeRulesEvalsha) {
     std::vector<std::string> expect = {
         "EVALSHA", std::string(rl::scriptSha()), "3",
         "k:{a}:1111111111111111", "k:{a}:2222222222222222",
-        "k:{a}:3333333333333333", "1", "", "3"};
+        "k:{a}:3333333333333333", "3", ""};
     for (const std::string& s : threeRuleTail()) {
         expect.push_back(s);
     }
@@ -196,7 +194,7 @@ TEST(Script, ThreeRulesEval) {
     std::vector<std::string> expect = {
         "EVAL", std::string(rl::scriptText()), "3",
         "k:{a}:1111111111111111", "k:{a}:2222222222222222",
-        "k:{a}:3333333333333333", "1", "", "3"};
+        "k:{a}:3333333333333333", "3", ""};
     for (const std::string& s : threeRuleTail()) {
         expect.push_back(s);
     }
@@ -211,7 +209,7 @@ TEST(Script, OneRuleRefund) {
                  "1", kOneKey, kOneRule, 1, "1700000000123456", true);
     std::vector<std::string> expect = {
         "EVALSHA", std::string(rl::scriptSha()), "1",
-        "rl:{10.0.0.1}:0123456789abcdef", "1", "1700000000123456", "1",
+        "rl:{10.0.0.1}:0123456789abcdef", "1", "1700000000123456",
         "fixed_window", "10", "1000000", "0", "1", "0", "0", "refund"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
@@ -224,7 +222,7 @@ TEST(Script, ThreeRulesEvalRefund) {
     std::vector<std::string> expect = {
         "EVAL", std::string(rl::scriptText()), "3",
         "k:{a}:1111111111111111", "k:{a}:2222222222222222",
-        "k:{a}:3333333333333333", "1", "42", "3"};
+        "k:{a}:3333333333333333", "3", "42"};
     for (const std::string& s : threeRuleTail()) {
         expect.push_back(s);
     }
@@ -266,8 +264,7 @@ TEST(Script, NowIsEmptyByDefault) {
     size_t now = rl::argvNowIndex(2);
     EXPECT_NE(a.argv[now], nullptr);
     EXPECT_EQ(a.argvlen[now], 0u);
-    EXPECT_EQ(a.strings()[now - 1], "1"); /* one request */
-    EXPECT_EQ(a.strings()[now + 1], "2"); /* of two rules */
+    EXPECT_EQ(a.strings()[now - 1], "2");
 }
 
 }  // namespace

@@ -33,30 +33,18 @@ ReplyStatus decodeReply(const redisReply* reply, size_t rules,
         return ReplyStatus::Error;
     }
     if (reply->type != REDIS_REPLY_ARRAY ||
-        reply->elements != 2 + kFiguresPerRule * rules) {
+        reply->elements != 2 + kFiguresPerRule * rules ||
+        reply->element == nullptr) {
         return ReplyStatus::Malformed;
     }
-    return decodeRequestAt(reply, 0, rules, allowed, out, nowUs);
-}
-
-ReplyStatus decodeRequestAt(const redisReply* reply, size_t offset,
-                            size_t rules, bool* allowed, RuleOutcome* out,
-                            int64_t* nowUs) {
-    if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY ||
-        reply->element == nullptr ||
-        offset >= reply->elements ||
-        reply->elements - offset <= 1 + kFiguresPerRule * rules) {
-        return ReplyStatus::Malformed;
-    }
-    const redisReply* a = reply->element[offset];
+    const redisReply* a = reply->element[0];
     if (!isInteger(a) || (a->integer != 0 && a->integer != 1)) {
         return ReplyStatus::Malformed;
     }
     const bool admitted = a->integer == 1;
     bool anyRetry = false;
     for (size_t i = 0; i < rules; i++) {
-        redisReply* const* e =
-            reply->element + offset + 1 + kFiguresPerRule * i;
+        redisReply* const* e = reply->element + 1 + kFiguresPerRule * i;
         for (size_t j = 0; j < kFiguresPerRule; j++) {
             if (!isFigure(e[j])) {
                 return ReplyStatus::Malformed;
@@ -75,7 +63,7 @@ ReplyStatus decodeRequestAt(const redisReply* reply, size_t offset,
     if (!admitted && !anyRetry) {
         return ReplyStatus::Malformed;
     }
-    const redisReply* t = reply->element[reply->elements - 1];
+    const redisReply* t = reply->element[1 + kFiguresPerRule * rules];
     if (!isInteger(t) || t->integer < 0) {
         return ReplyStatus::Malformed;
     }

@@ -1,7 +1,6 @@
 /* Decoding the script's reply (see lua/rl.lua):
  *   { allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
  *     delay_us_n, now_us }
- * or, for a batch, every request's part in turn, then now_us.
  * Times come in microseconds and leave in milliseconds, rounded up (a
  * retry of 1 us is 1 ms, never 0). */
 #pragma once
@@ -36,14 +35,6 @@ inline constexpr size_t kFiguresPerRule = 4;
  * no retry. */
 ReplyStatus decodeReply(const redisReply* reply, size_t rules,
                         bool* allowed, RuleOutcome* out, int64_t* nowUs);
-
-/* One request of a batch reply: its part starts at `offset` (its
- * allowed flag); the time is the reply's last element. The caller has
- * checked that the reply is an array of every request's part plus the
- * time. */
-ReplyStatus decodeRequestAt(const redisReply* reply, size_t offset,
-                            size_t rules, bool* allowed, RuleOutcome* out,
-                            int64_t* nowUs);
 
 /* Microseconds to milliseconds, rounded up (non-negative input). */
 constexpr int64_t msCeil(int64_t us) { return us / 1000 + (us % 1000 > 0); }

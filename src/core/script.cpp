@@ -35,9 +35,8 @@ void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
     for (size_t k = 0; k < n; k++) {
         put(keys[k]);
     }
-    put("1");
-    put(now.data() != nullptr ? now : std::string_view("", 0));
     put(count);
+    put(now.data() != nullptr ? now : std::string_view("", 0));
     for (size_t k = 0; k < n; k++) {
         put(rules[k].algorithm);
         put(rules[k].limit);

@@ -1,12 +1,8 @@
 /* The Redis script (lua/, embedded at build time) and the argument
- * vector of one EVALSHA call deciding the n rules of one request:
+ * vector of one EVALSHA call deciding several rules of one zone:
  *
- *   EVALSHA sha n key_1..key_n  1 now  n  alg_1 limit_1 window_1 burst_1
+ *   EVALSHA sha n key_1..key_n  n now  alg_1 limit_1 window_1 burst_1
  *           cost_1 delay_1 dry_1 ... alg_n ... dry_n  [refund]
- *
- * ("1": one request. A batch of m requests, which the worker builds from
- * such vectors, has every request's keys, then m, now, and every
- * request's "n rules..." section; see lua/rl.lua and BatchArgv below.)
  *
  * All decimal text: window in microseconds; burst the effective one
  * (token_bucket: capacity, default N; leaky_bucket, gcra: excess
@@ -44,14 +40,11 @@ inline constexpr size_t kArgsPerRule = 7;
 inline constexpr size_t kMaxRulesPerCall = 64;
 
 constexpr size_t argvCount(size_t rules, bool refund = false) {
-    return 6 + rules + kArgsPerRule * rules + (refund ? 1 : 0);
+    return 5 + rules + kArgsPerRule * rules + (refund ? 1 : 0);
 }
 
 /* Index of `now` in the vector. */
 constexpr size_t argvNowIndex(size_t rules) { return 4 + rules; }
-
-/* Index of the request's section ("n rules...") in the vector. */
-constexpr size_t argvRulesIndex(size_t rules) { return 5 + rules; }
 
 /* Fills argv/argvlen (argvCount(n, refund) entries each). `count` is the
  * text of n; `command` is "EVALSHA" (with the SHA) or "EVAL" (with the
