@@ -122,8 +122,9 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
     auto *e = reinterpret_cast<Entry *>(
         ngx_str_rbtree_lookup(&shared(zone)->rbtree, &key, hash));
     if (e != nullptr && e->until > now) {
-        int64_t ms = (e->until - now + 999) / 1000;
-        *out = {e->remaining, ms, ms, 0};
+        int64_t us = e->until - now;
+        int64_t ms = (us + 999) / 1000;
+        *out = {e->remaining, ms, ms, 0, us};
         found = 1;
     }
     ngx_shmtx_unlock(&pool->mutex);
@@ -136,13 +137,14 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
                              const rl_outcome_t *o) noexcept {
     u_char text[kMaxKey];
     size_t len = keyOf(text, rule, value);
-    if (len == 0 || o->retry_ms <= 0) {
+    if (len == 0 || o->retry_us <= 0) {
         return;
     }
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_crc32_short(text, len);
     int64_t now = monotonicUs();
-    int64_t until = now + o->retry_ms * 1000;
+    /* microseconds: a retry of 10 us at a high rate is not 1 ms */
+    int64_t until = now + o->retry_us;
 
     ngx_slab_pool_t *pool = poolOf(zone);
     Shared *sh = shared(zone);

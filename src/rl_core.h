@@ -26,6 +26,7 @@ typedef struct {
     int64_t   reset_ms;
     int64_t   retry_ms;
     int64_t   delay_ms;
+    int64_t   retry_us;     /* retry_ms before rounding up */
 } rl_outcome_t;
 
 typedef enum {

@@ -215,7 +215,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
         ngx_uint_t i = g->rules[k];
         const rl::Figures &f = figures[k];
         ctx->outcomes[i] = {f.remaining, msCeil(f.resetUs),
-                            msCeil(f.retryUs), msCeil(f.delayUs)};
+                            msCeil(f.retryUs), msCeil(f.delayUs), f.retryUs};
         ctx->decided[i] = 1;
     }
     g->allowed = allowed ? 1 : 0;

@@ -53,7 +53,7 @@ TEST(BindingRule, AllowedTieTakesTheFurthestReset) {
 }
 
 TEST(BindingRule, IndexIsBelowN) {
-    std::vector<RuleOutcome> o(64, RuleOutcome{1, 1, 1, 0});
+    std::vector<RuleOutcome> o(64, RuleOutcome{1, 1, 1, 0, 1000});
     EXPECT_LT(binding(o, false), o.size());
     EXPECT_LT(binding(o, true), o.size());
 }

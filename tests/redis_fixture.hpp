@@ -309,7 +309,7 @@ protected:
         size_t n = rules.size();
         ReplyPtr reply = run(rules, nowUs, sha, false);
         Decision d;
-        d.out.assign(n, RuleOutcome{-1, -1, -1, -1});
+        d.out.assign(n, RuleOutcome{-1, -1, -1, -1, -1});
         d.status = rl::decodeReply(reply.get(), n, &d.allowed, d.out.data(),
                                    &d.nowUs);
         if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {

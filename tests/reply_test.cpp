@@ -105,7 +105,7 @@ protected:
 
     ReplyStatus decode(const redisReply* reply, size_t rules) {
         for (RuleOutcome& o : out_) {
-            o = {-7, -7, -7, -7};
+            o = {-7, -7, -7, -7, -7};
         }
         nowUs_ = -7;
         return rl::decodeReply(reply, rules, &allowed_, out_, &nowUs_);

@@ -55,7 +55,8 @@ ReplyStatus decodeReply(const redisReply* reply, size_t rules,
             return ReplyStatus::Malformed;
         }
         out[i] = {e[0]->integer, msCeil(e[1]->integer),
-                  msCeil(e[2]->integer), msCeil(e[3]->integer)};
+                  msCeil(e[2]->integer), msCeil(e[3]->integer),
+                  e[2]->integer};
         anyRetry = anyRetry || e[2]->integer > 0;
     }
     /* A rejection names at least one rule that rejected (an admission

@@ -17,6 +17,7 @@ struct RuleOutcome {
     int64_t resetMs;
     int64_t retryMs;  /* 0: this rule admits the request */
     int64_t delayMs;  /* admitted, shaped by delay=: wait this long */
+    int64_t retryUs = 0;  /* retryMs before rounding (the deny cache) */
 };
 
 enum class ReplyStatus {
