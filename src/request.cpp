@@ -17,13 +17,13 @@ static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
 namespace {
 
 void cleanupCtx(void *data) noexcept;
+void wake(ngx_event_t *ev) noexcept;
 
 int64_t nowUs() {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
-void wake(ngx_event_t *ev) noexcept;
 
 ngx_http_rl_link_t *linkFor(ngx_http_request_t *r, ngx_http_rl_zone_t *z) {
     auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
