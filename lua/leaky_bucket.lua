@@ -22,15 +22,9 @@
 -- refund(key, then_us, ...): x -= C * w' (not below 0); the TTL shrinks
 --   by as much, the key goes once the meter is empty.
 
-local M = {}
+-- units(): lua/meter.lua
 
-local function units(limit, window)
-    local a, b = limit, window
-    while b > 0 do
-        a, b = b, a % b
-    end
-    return window / a, limit / a
-end
+local M = {}
 
 function M.check(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)

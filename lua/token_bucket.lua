@@ -21,15 +21,9 @@
 -- refund(key, then_us, ...): x += C * w' (up to K * w'); the TTL
 --   shrinks by as much, the key goes once the bucket is full.
 
-local M = {}
+-- units(): lua/meter.lua
 
-local function units(limit, window)
-    local a, b = limit, window
-    while b > 0 do
-        a, b = b, a % b
-    end
-    return window / a, limit / a
-end
+local M = {}
 
 function M.check(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
