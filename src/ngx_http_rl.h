@@ -174,6 +174,13 @@ typedef struct ngx_http_rl_ctx_s {
 extern ngx_module_t  ngx_http_rl_module;
 
 
+/* ngx_http_rl_directives.c */
+char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+/* ngx_http_rl_headers.c */
+void ngx_http_rl_header_filter_init(void);
+
 /* redis_link.cpp: one connection per worker per zone */
 ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;

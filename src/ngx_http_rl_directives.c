@@ -1,0 +1,782 @@
+/*
+ * ngx_http_rl_directives.c: rl_zone and rl_rule, parsed and checked the
+ * way limit_req's directives are, errors in nginx's words.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_rl.h"
+
+
+#define NGX_HTTP_RL_DEFAULT_TIMEOUT          100
+#define NGX_HTTP_RL_DEFAULT_CONNECT_TIMEOUT  1000
+#define NGX_HTTP_RL_DEFAULT_PORT             6379
+#define NGX_HTTP_RL_DEFAULT_SIZE             (10 * 1024 * 1024)
+
+
+/* What rl_rule read, before it is checked as a whole. */
+typedef struct {
+    ngx_str_t                   rate;
+    ngx_str_t                   algorithm;
+    ngx_int_t                   burst;      /* -1: not given */
+    ngx_int_t                   delay;      /* -1: not given */
+    ngx_uint_t                  nodelay;
+    ngx_str_t                   burst_text;
+    ngx_str_t                   delay_text;
+} ngx_http_rl_rule_args_t;
+
+
+static char *ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value);
+static char *ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value);
+static char *ngx_http_rl_zone_embedded(ngx_conf_t *cf, ngx_http_rl_zone_t *z);
+static char *ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value, ngx_http_rl_rule_args_t *ra);
+static char *ngx_http_rl_rule_cost(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value);
+static char *ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra);
+static char *ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra);
+static char *ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
+static ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf,
+    ngx_str_t *name);
+
+
+char *
+ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    char                *rv;
+    ngx_str_t           *value;
+    ngx_uint_t           i;
+    ngx_http_rl_zone_t  *z;
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone name \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    z = ngx_http_rl_find_zone(cf, &value[1]);
+    if (z == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (z->declared) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "duplicate rl_zone \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    z->declared = 1;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+        rv = ngx_http_rl_zone_param(cf, z, &value[i]);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    if (z->addr.len == 0) {
+        return ngx_http_rl_zone_embedded(cf, z);
+    }
+
+    if (z->size) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"size\" is for a zone without \"redis\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (z->prefix.data == NULL) {
+        ngx_str_set(&z->prefix, "rl:");
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value)
+{
+    ngx_str_t   s;
+    ngx_int_t   n;
+
+    if (ngx_strncmp(value->data, "redis=", 6) == 0) {
+        return ngx_http_rl_zone_redis(cf, z, value);
+    }
+
+    if (ngx_strncmp(value->data, "username=", 9) == 0) {
+        z->username.data = value->data + 9;
+        z->username.len = value->len - 9;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "password=", 9) == 0) {
+        z->password.data = value->data + 9;
+        z->password.len = value->len - 9;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "prefix=", 7) == 0) {
+        z->prefix.data = value->data + 7;
+        z->prefix.len = value->len - 7;
+
+        if (z->prefix.len > 64) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "prefix \"%V\" is longer than 64 bytes",
+                               &z->prefix);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "db=", 3) == 0) {
+        z->db = ngx_atoi(value->data + 3, value->len - 3);
+
+        if (z->db == NGX_ERROR) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid db \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "timeout=", 8) == 0
+        || ngx_strncmp(value->data, "connect_timeout=", 16) == 0)
+    {
+        s.data = (u_char *) ngx_strchr(value->data, '=') + 1;
+        s.len = value->data + value->len - s.data;
+
+        n = ngx_parse_time(&s, 0);
+
+        if (n == NGX_ERROR || n == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid %*s \"%V\"",
+                               s.data - 1 - value->data, value->data, &s);
+            return NGX_CONF_ERROR;
+        }
+
+        if (value->data[0] == 't') {
+            z->timeout = (ngx_msec_t) n;
+
+        } else {
+            z->connect_timeout = (ngx_msec_t) n;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "failure=", 8) == 0) {
+        s.data = value->data + 8;
+        s.len = value->len - 8;
+
+        if (s.len == 4 && ngx_strncmp(s.data, "open", 4) == 0) {
+            z->failure = NGX_HTTP_RL_FAILURE_OPEN;
+
+        } else if (s.len == 6 && ngx_strncmp(s.data, "closed", 6) == 0) {
+            z->failure = NGX_HTTP_RL_FAILURE_CLOSED;
+
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid failure \"%V\"", &s);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "size=", 5) == 0) {
+        s.data = value->data + 5;
+        s.len = value->len - 5;
+
+        n = ngx_parse_size(&s);
+
+        if (n == NGX_ERROR || n < (ngx_int_t) (8 * ngx_pagesize)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid size \"%V\"", &s);
+            return NGX_CONF_ERROR;
+        }
+
+        z->size = (size_t) n;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "cluster=", 8) == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\": Redis Cluster is not supported "
+                           "by this version", value);
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", value);
+    return NGX_CONF_ERROR;
+}
+
+
+/* Without redis=: the embedded store, in shared memory. */
+
+static char *
+ngx_http_rl_zone_embedded(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
+{
+    ngx_str_t  name;
+
+    if (z->size == 0) {
+        z->size = NGX_HTTP_RL_DEFAULT_SIZE;
+    }
+
+    name.len = sizeof("rl_zone:") - 1 + z->name.len;
+    name.data = ngx_pnalloc(cf->pool, name.len);
+    if (name.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_sprintf(name.data, "rl_zone:%V", &z->name);
+
+    z->shm_zone = ngx_shared_memory_add(cf, &name, z->size,
+                                        &ngx_http_rl_module);
+    if (z->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    z->shm_zone->init = ngx_http_rl_shm_init_zone;
+    z->shm_zone->data = z;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value)
+{
+    size_t     len;
+    ngx_url_t  u;
+
+    z->addr.data = value->data + 6;
+    z->addr.len = value->len - 6;
+
+    if (ngx_strncmp(z->addr.data, "unix:", 5) == 0) {
+        len = z->addr.len - 5;
+
+        if (len == 0 || len >= 108) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid unix socket path in \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        z->host.data = ngx_pnalloc(cf->pool, len + 1);
+        if (z->host.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memcpy(z->host.data, z->addr.data + 5, len);
+        z->host.data[len] = '\0';
+        z->host.len = len;
+        z->port = 0;
+
+        return NGX_CONF_OK;
+    }
+
+    /* resolved now: hiredis' own connect would block on DNS */
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    u.url = z->addr;
+    u.default_port = NGX_HTTP_RL_DEFAULT_PORT;
+
+    if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.naddrs == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\"",
+                           u.err ? u.err : "host not found", value);
+        return NGX_CONF_ERROR;
+    }
+
+    z->host.data = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+    if (z->host.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    z->host.len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen,
+                                z->host.data, NGX_SOCKADDR_STRLEN, 0);
+    z->host.data[z->host.len] = '\0';
+    z->port = ngx_inet_get_port(u.addrs[0].sockaddr);
+
+    return NGX_CONF_OK;
+}
+
+
+char *
+ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_rl_loc_conf_t *lcf = conf;
+
+    char                     *rv;
+    ngx_str_t                *value;
+    ngx_uint_t                i;
+    ngx_http_rl_rule_t       *rule, **rp;
+    ngx_http_rl_rule_args_t   ra;
+    ngx_http_rl_main_conf_t  *rmcf;
+
+    if (lcf->rules == NULL) {
+        /* sized once: rules never move, the metrics keep pointers */
+        lcf->rules = ngx_array_create(cf->pool, RL_MAX_RULES,
+                                      sizeof(ngx_http_rl_rule_t));
+        if (lcf->rules == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (lcf->rules->nelts == RL_MAX_RULES) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "more than %d \"rl_rule\" in one place",
+                           RL_MAX_RULES);
+        return NGX_CONF_ERROR;
+    }
+
+    rule = ngx_array_push(lcf->rules);
+    if (rule == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(rule, sizeof(ngx_http_rl_rule_t));
+    ngx_memzero(&ra, sizeof(ngx_http_rl_rule_args_t));
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
+
+    rp = ngx_array_push(&rmcf->rules);
+    if (rp == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *rp = rule;
+    ngx_str_set(&ra.algorithm, "sliding_window");
+    ra.burst = -1;
+    ra.delay = -1;
+    rule->cost = 1;
+
+    rule->file = cf->conf_file->file.name.data;
+    rule->line = cf->conf_file->line;
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        rv = ngx_http_rl_rule_param(cf, rule, &value[i], &ra);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    return ngx_http_rl_rule_finish(cf, rule, &ra);
+}
+
+
+static char *
+ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value, ngx_http_rl_rule_args_t *ra)
+{
+    ngx_str_t                          s;
+    ngx_http_compile_complex_value_t   ccv;
+
+    if (ngx_strncmp(value->data, "zone=", 5) == 0) {
+        s.data = value->data + 5;
+        s.len = value->len - 5;
+
+        rule->zone = ngx_http_rl_find_zone(cf, &s);
+        if (rule->zone == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "key=", 4) == 0) {
+        s.data = value->data + 4;
+        s.len = value->len - 4;
+
+        if (s.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid key \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+        ccv.cf = cf;
+        ccv.value = &s;
+        ccv.complex_value = &rule->key;
+
+        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "rate=", 5) == 0) {
+        ra->rate.data = value->data + 5;
+        ra->rate.len = value->len - 5;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "algorithm=", 10) == 0) {
+        ra->algorithm.data = value->data + 10;
+        ra->algorithm.len = value->len - 10;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "name=", 5) == 0) {
+        rule->name.data = value->data + 5;
+        rule->name.len = value->len - 5;
+
+        if (rule->name.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid name \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "burst=", 6) == 0) {
+        ra->burst_text = *value;
+        ra->burst = ngx_atoi(value->data + 6, value->len - 6);
+
+        if (ra->burst == NGX_ERROR || ra->burst > 1000000000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid burst value \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "delay=", 6) == 0) {
+        ra->delay_text = *value;
+        ra->delay = ngx_atoi(value->data + 6, value->len - 6);
+
+        if (ra->delay == NGX_ERROR || ra->delay > 1000000000) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid delay value \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (value->len == 7 && ngx_strncmp(value->data, "nodelay", 7) == 0) {
+        ra->nodelay = 1;
+        return NGX_CONF_OK;
+    }
+
+    if (value->len == 7 && ngx_strncmp(value->data, "dry_run", 7) == 0) {
+        rule->dry_run = 1;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "cost=", 5) == 0) {
+        return ngx_http_rl_rule_cost(cf, rule, value);
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", value);
+    return NGX_CONF_ERROR;
+}
+
+
+static char *
+ngx_http_rl_rule_cost(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value)
+{
+    ngx_int_t                          n;
+    ngx_str_t                          s;
+    ngx_http_compile_complex_value_t   ccv;
+
+    s.data = value->data + 5;
+    s.len = value->len - 5;
+
+    if (ngx_http_script_variables_count(&s) == 0) {
+        n = ngx_atoi(s.data, s.len);
+
+        if (n < 1 || n > NGX_HTTP_RL_MAX_COST) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid cost value \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        rule->cost = (uint64_t) n;
+        return NGX_CONF_OK;
+    }
+
+    rule->cost_cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+    if (rule->cost_cv == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = &s;
+    ccv.complex_value = rule->cost_cv;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra)
+{
+    int          alg;
+    char        *rv;
+    size_t       len;
+    const char  *name;
+
+    if (rule->zone == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rl_rule\" must have \"zone\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+    if (rule->key.value.data == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rl_rule\" must have \"key\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+    if (ra->rate.data == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"rl_rule\" must have \"rate\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+    if (rl_parse_rate((char *) ra->rate.data, ra->rate.len, &rule->limit,
+                      &rule->window_us)
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid rate \"%V\"", &ra->rate);
+        return NGX_CONF_ERROR;
+    }
+
+    alg = rl_algorithm_from_name((char *) ra->algorithm.data,
+                                 ra->algorithm.len);
+    if (alg < 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid algorithm \"%V\"", &ra->algorithm);
+        return NGX_CONF_ERROR;
+    }
+
+    rule->algorithm = (ngx_uint_t) alg;
+
+    /* the log holds N times per key, in Redis and in shared memory */
+
+    if (rule->limit > NGX_HTTP_RL_MAX_LOG
+        && ngx_strncmp(ra->algorithm.data, "sliding_log", 11) == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "rate \"%V\" is too large for \"sliding_log\" "
+                           "(at most %d requests per window)", &ra->rate,
+                           NGX_HTTP_RL_MAX_LOG);
+        return NGX_CONF_ERROR;
+    }
+
+    rv = ngx_http_rl_rule_shape(cf, rule, ra);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    if (rule->name.len == 0) {
+        rule->name = ra->rate;
+    }
+
+    name = rl_algorithm_name(alg, &len);
+
+    if (rl_rule_id((char *) rule->zone->name.data, rule->zone->name.len,
+                   (char *) rule->name.data, rule->name.len, name, len,
+                   rule->window_us, (char *) rule->key.value.data,
+                   rule->key.value.len, rule->id)
+        != 0)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_rl_rule_args(cf, rule);
+}
+
+
+/* burst=, delay= and nodelay, as the algorithm takes them. */
+
+static char *
+ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra)
+{
+    int  alg = (int) rule->algorithm;
+
+    if (ra->burst >= 0 && !rl_algorithm_takes_burst(alg)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" for algorithm \"%V\"",
+                           &ra->burst_text, &ra->algorithm);
+        return NGX_CONF_ERROR;
+    }
+
+    if ((ra->delay >= 0 || ra->nodelay) && !rl_algorithm_takes_delay(alg)) {
+        if (ra->nodelay) {
+            ngx_str_set(&ra->delay_text, "nodelay");
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" for algorithm \"%V\"",
+                           &ra->delay_text, &ra->algorithm);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ra->delay >= 0 && ra->nodelay) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"delay\" and \"nodelay\" are mutually exclusive");
+        return NGX_CONF_ERROR;
+    }
+
+    rule->burst = (ra->burst >= 0)
+                  ? (uint64_t) ra->burst
+                  : rl_algorithm_default_burst(alg, rule->limit);
+
+    if (rl_algorithm_takes_burst(alg) && rule->burst == 0
+        && !rl_algorithm_takes_delay(alg))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid burst value \"%V\": a bucket of 0 "
+                           "admits nothing", &ra->burst_text);
+        return NGX_CONF_ERROR;
+    }
+
+    /* nodelay (the default): every admitted request passes at once */
+    rule->delay = (ra->delay >= 0 && (uint64_t) ra->delay < rule->burst)
+                  ? (uint64_t) ra->delay : rule->burst;
+
+    if (!rl_algorithm_takes_delay(alg)) {
+        rule->delay = 0;
+    }
+
+    if (!rl_algorithm_exact(alg, rule->limit, rule->window_us, rule->burst,
+                            rule->delay,
+                            rule->cost_cv ? rule->burst + 1 : rule->cost))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "rate \"%V\" with burst %uL is too large "
+                           "for exact arithmetic", &ra->rate, rule->burst);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* The script's constant arguments: algorithm, limit, window, burst,
+ * cost (per request when a variable), delay. */
+
+static char *
+ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_uint_t   i;
+
+    p = ngx_pnalloc(cf->pool, 5 * NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* dry run: per request, as rl_dry_run of the place says */
+    rule->args[6] = "0";
+    rule->arg_lens[6] = 1;
+
+    rule->args[0] = rl_algorithm_name((int) rule->algorithm, &len);
+    rule->arg_lens[0] = len;
+
+    for (i = 1; i < 6; i++) {
+        uint64_t  v;
+
+        switch (i) {
+        case 1: v = rule->limit; break;
+        case 2: v = rule->window_us; break;
+        case 3: v = rule->burst; break;
+        case 4: v = rule->cost; break;
+        default: v = rule->delay; break;
+        }
+
+        rule->args[i] = (char *) p;
+        p = ngx_sprintf(p, "%uL", v);
+        rule->arg_lens[i] = (u_char *) p - (u_char *) rule->args[i];
+    }
+
+    /* what the deny cache keys on besides the state: a reload that
+     * changes any of it starts afresh */
+
+    ngx_crc32_init(rule->config_crc);
+
+    for (i = 0; i < 6; i++) {
+        ngx_crc32_update(&rule->config_crc, (u_char *) rule->args[i],
+                         rule->arg_lens[i]);
+        ngx_crc32_update(&rule->config_crc, (u_char *) "|", 1);
+    }
+
+    ngx_crc32_final(rule->config_crc);
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_http_rl_zone_t *
+ngx_http_rl_find_zone(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_uint_t                 i;
+    ngx_http_rl_zone_t        *z, **zp;
+    ngx_http_rl_main_conf_t   *rmcf;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
+
+    zp = rmcf->zones.elts;
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        if (zp[i]->name.len == name->len
+            && ngx_strncmp(zp[i]->name.data, name->data, name->len) == 0)
+        {
+            return zp[i];
+        }
+    }
+
+    /* a zone may be used before it is declared, as limit_req allows */
+
+    z = ngx_pcalloc(cf->pool, sizeof(ngx_http_rl_zone_t));
+    if (z == NULL) {
+        return NULL;
+    }
+
+    zp = ngx_array_push(&rmcf->zones);
+    if (zp == NULL) {
+        return NULL;
+    }
+
+    *zp = z;
+
+    z->name = *name;
+    z->file = cf->conf_file->file.name.data;
+    z->line = cf->conf_file->line;
+    z->index = rmcf->zones.nelts - 1;
+    z->timeout = NGX_HTTP_RL_DEFAULT_TIMEOUT;
+    z->connect_timeout = NGX_HTTP_RL_DEFAULT_CONNECT_TIMEOUT;
+    z->failure = NGX_HTTP_RL_FAILURE_OPEN;
+
+    return z;
+}

@@ -1,0 +1,220 @@
+/*
+ * ngx_http_rl_headers.c: the header filter adding X-RateLimit-*,
+ * Retry-After and the draft RateLimit-Policy / RateLimit fields to the
+ * response of a request the rules decided, whatever answers it (the
+ * location, an error_page, a failed upstream).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_rl.h"
+
+
+static ngx_int_t ngx_http_rl_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r,
+    const char *name, size_t len, int64_t value);
+static ngx_int_t ngx_http_rl_draft_headers(ngx_http_request_t *r,
+    ngx_http_rl_ctx_t *ctx, int64_t reset);
+static u_char *ngx_http_rl_sf_string(u_char *p, ngx_str_t *s);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+
+
+void
+ngx_http_rl_header_filter_init(void)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_rl_header_filter;
+}
+
+
+static ngx_int_t
+ngx_http_rl_header_filter(ngx_http_request_t *r)
+{
+    int64_t                  reset;
+    ngx_http_rl_ctx_t       *ctx;
+    ngx_http_rl_rule_t      *rule;
+    rl_outcome_t            *o;
+    ngx_http_rl_loc_conf_t  *lcf;
+
+    if (r != r->main) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx = ngx_http_rl_get_ctx(r);
+
+    if (ctx == NULL || !ctx->finished || ctx->headers_done
+        || ctx->binding < 0)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx->headers_done = 1;
+
+    /* the place that decided says which headers, not an error_page's */
+    lcf = ctx->lcf;
+
+    if (lcf->headers == NGX_HTTP_RL_HEADERS_OFF) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    rule = (ngx_http_rl_rule_t *) lcf->rules->elts + ctx->binding;
+    o = &ctx->outcomes[ctx->binding];
+
+    reset = rl_seconds_ceil(ctx->status == NGX_HTTP_RL_STATUS_REJECTED
+                            ? o->retry_ms : o->reset_ms);
+
+    if (ngx_http_rl_add_header(r, "X-RateLimit-Limit", 17,
+                               (int64_t) rule->limit) != NGX_OK
+        || ngx_http_rl_add_header(r, "X-RateLimit-Remaining", 21,
+                                  o->remaining) != NGX_OK
+        || ngx_http_rl_add_header(r, "X-RateLimit-Reset", 17, reset)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ctx->status == NGX_HTTP_RL_STATUS_REJECTED
+        && ngx_http_rl_add_header(r, "Retry-After", 11,
+                                  reset > 0 ? reset : 1) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (lcf->headers == NGX_HTTP_RL_HEADERS_DRAFT
+        && ngx_http_rl_draft_headers(r, ctx, reset) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+/*
+ * draft-ietf-httpapi-ratelimit-headers-10:
+ *     RateLimit-Policy: "NAME";q=N;w=SECONDS, ...   (every rule applied)
+ *     RateLimit: "NAME";r=REMAINING;t=RESET          (the binding rule)
+ */
+
+static ngx_int_t
+ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
+    int64_t reset)
+{
+    size_t               len;
+    u_char              *p;
+    ngx_uint_t           i, n;
+    ngx_table_elt_t     *h;
+    ngx_http_rl_rule_t  *rules;
+
+    rules = ctx->lcf->rules->elts;
+    n = ctx->lcf->rules->nelts;
+
+    len = 0;
+    for (i = 0; i < n; i++) {
+        len += 2 * rules[i].name.len + 2 * NGX_INT64_LEN + 16;
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->value.data = ngx_pnalloc(r->pool, len);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = h->value.data;
+
+    for (i = 0; i < n; i++) {
+        if (ctx->values[i].len == 0) {
+            continue; /* an empty key: the rule did not apply */
+        }
+
+        if (p != h->value.data) {
+            *p++ = ','; *p++ = ' ';
+        }
+
+        p = ngx_http_rl_sf_string(p, &rules[i].name);
+        p = ngx_sprintf(p, ";q=%uL;w=%uL", rules[i].limit,
+                        (rules[i].window_us + 999999) / 1000000);
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "RateLimit-Policy");
+    h->value.len = p - h->value.data;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    i = (ngx_uint_t) ctx->binding;
+
+    h->value.data = ngx_pnalloc(r->pool, 2 * rules[i].name.len
+                                         + 2 * NGX_INT64_LEN + 16);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_http_rl_sf_string(h->value.data, &rules[i].name);
+    p = ngx_sprintf(p, ";r=%L;t=%L", ctx->outcomes[i].remaining, reset);
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "RateLimit");
+    h->value.len = p - h->value.data;
+
+    return NGX_OK;
+}
+
+
+/* A structured-field string: "..." with backslash and quote escaped. */
+
+static u_char *
+ngx_http_rl_sf_string(u_char *p, ngx_str_t *s)
+{
+    size_t  i;
+
+    *p++ = '"';
+
+    for (i = 0; i < s->len; i++) {
+        if (s->data[i] == '"' || s->data[i] == '\\') {
+            *p++ = '\\';
+        }
+
+        *p++ = s->data[i];
+    }
+
+    *p++ = '"';
+
+    return p;
+}
+
+
+static ngx_int_t
+ngx_http_rl_add_header(ngx_http_request_t *r, const char *name, size_t len,
+    int64_t value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->value.data = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (h->value.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = len;
+    h->value.len = ngx_sprintf(h->value.data, "%L", value) - h->value.data;
+
+    return NGX_OK;
+}
