@@ -21,7 +21,7 @@
 -- refund(key, then_us, ...): TAT -= C * w' units, not below then_us; the
 --   TTL shrinks by as much, the key goes once TAT is then_us.
 
--- units(): lua/meter.lua
+-- units(), level_figures(): lua/meter.lua
 
 local M = {}
 
@@ -54,31 +54,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
         s.t = now
         s.f = 0
     end
-    if level < full then
-        s.left = math.floor((full - level) / w)
-    end
-    if cost > k then
-        s.ok = false
-        s.retry = math.ceil(need / n)
-        s.reset = s.retry
-        return s
-    end
-    s.ok = level + need <= full
-    if s.ok then
-        local after = level + need
-        s.reset = math.ceil(after / n)
-        s.need = need
-        if delay < burst then
-            local excess = after - (delay + 1) * w
-            if excess > 0 then
-                s.delay = math.ceil(excess / n)
-            end
-        end
-    else
-        s.retry = math.ceil((level + need - full) / n)
-        s.reset = s.retry
-    end
-    return s
+    s.need = need
+    return level_figures(s, level, need, full, k, cost, n, w, burst, delay)
 end
 
 function M.commit(key, s)

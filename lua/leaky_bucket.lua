@@ -22,7 +22,7 @@
 -- refund(key, then_us, ...): x -= C * w' (not below 0); the TTL shrinks
 --   by as much, the key goes once the meter is empty.
 
--- units(): lua/meter.lua
+-- units(), level_figures(): lua/meter.lua
 
 local M = {}
 
@@ -40,30 +40,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
         level = x - elapsed * n
     end
     local s = { now = now, delay = 0, retry = 0, reset = 0, left = 0 }
-    if level < full then
-        s.left = math.floor((full - level) / w)
-    end
-    if cost > k then
-        s.ok = false
-        s.retry = math.ceil(need / n)
-        s.reset = s.retry
-        return s
-    end
-    s.ok = level + need <= full
-    if s.ok then
-        s.x = level + need
-        s.reset = math.ceil(s.x / n)
-        if delay < burst then
-            local excess = s.x - (delay + 1) * w
-            if excess > 0 then
-                s.delay = math.ceil(excess / n)
-            end
-        end
-    else
-        s.retry = math.ceil((level + need - full) / n)
-        s.reset = s.retry
-    end
-    return s
+    s.x = level + need
+    return level_figures(s, level, need, full, k, cost, n, w, burst, delay)
 end
 
 function M.commit(key, s)

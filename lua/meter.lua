@@ -14,3 +14,35 @@ local function units(limit, window)
     end
     return window / a, limit / a
 end
+
+-- level_figures(s, level, need, full, k, cost, n, w, burst, delay) -> s:
+-- the figures of leaky_bucket and gcra (the same meter) for `level`
+-- units queued at now: left, ok, reset, retry, delay (src/core/
+-- algorithm.cpp levelCheck). A cost above the capacity k never fits.
+local function level_figures(s, level, need, full, k, cost, n, w, burst,
+                             delay)
+    if level < full then
+        s.left = math.floor((full - level) / w)
+    end
+    if cost > k then
+        s.ok = false
+        s.retry = math.ceil(need / n)
+        s.reset = s.retry
+        return s
+    end
+    s.ok = level + need <= full
+    if s.ok then
+        local after = level + need
+        s.reset = math.ceil(after / n)
+        if delay < burst then
+            local excess = after - (delay + 1) * w
+            if excess > 0 then
+                s.delay = math.ceil(excess / n)
+            end
+        end
+    else
+        s.retry = math.ceil((level + need - full) / n)
+        s.reset = s.retry
+    end
+    return s
+end
