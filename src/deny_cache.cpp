@@ -15,7 +15,8 @@
 
 #include "ngx.hpp"
 
-#include <ctime>
+#include "clock.hpp"
+#include "core/reply.hpp"
 
 namespace {
 
@@ -35,12 +36,6 @@ struct Entry {
 constexpr size_t kMaxKey = 2 + 64 + 1 + 1 + RL_RULE_ID_LEN + 40 + 8;
 constexpr ngx_uint_t kExpirePerInsert = 2;
 constexpr ngx_uint_t kEvictOnFull = 8;
-
-int64_t monotonicUs() {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* The entry's name: the state key without prefix, then the rule's
  * configuration digest. */
@@ -114,7 +109,7 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
     }
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_crc32_short(text, len);
-    int64_t now = monotonicUs();
+    int64_t now = rl::monotonicUs();
     ngx_int_t found = 0;
 
     ngx_slab_pool_t *pool = poolOf(zone);
@@ -123,7 +118,7 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
         ngx_str_rbtree_lookup(&shared(zone)->rbtree, &key, hash));
     if (e != nullptr && e->until > now) {
         int64_t us = e->until - now;
-        int64_t ms = (us + 999) / 1000;
+        int64_t ms = rl::msCeil(us);
         *out = {e->remaining, ms, ms, 0, us};
         found = 1;
     }
@@ -142,7 +137,7 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     }
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_crc32_short(text, len);
-    int64_t now = monotonicUs();
+    int64_t now = rl::monotonicUs();
     /* microseconds: a retry of 10 us at a high rate is not 1 ms */
     int64_t until = now + o->retry_us;
 

@@ -174,6 +174,15 @@ typedef struct ngx_http_rl_ctx_s {
 extern ngx_module_t  ngx_http_rl_module;
 
 
+/* A rule is a dry run by its own flag or by rl_dry_run where it decides. */
+static ngx_inline ngx_uint_t
+ngx_http_rl_dry_run(const ngx_http_rl_ctx_t *ctx,
+    const ngx_http_rl_rule_t *rule)
+{
+    return rule->dry_run || ctx->lcf->dry_run;
+}
+
+
 /* ngx_http_rl_directives.c */
 char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);

@@ -8,8 +8,9 @@
 
 #include "ngx.hpp"
 
-#include <ctime>
 #include <type_traits>
+
+#include "clock.hpp"
 
 static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
               "the request context lives in r->pool");
@@ -18,12 +19,6 @@ namespace {
 
 void cleanupCtx(void *data) noexcept;
 void wake(ngx_event_t *ev) noexcept;
-
-int64_t nowUs() {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-}
 
 ngx_http_rl_link_t *linkFor(ngx_http_request_t *r, ngx_http_rl_zone_t *z) {
     auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
@@ -108,7 +103,7 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
             args[k * RL_ARGS_PER_RULE + a] = rule->args[a];
             argLens[k * RL_ARGS_PER_RULE + a] = rule->arg_lens[a];
         }
-        if (rule->dry_run || g->ctx->lcf->dry_run) {
+        if (ngx_http_rl_dry_run(g->ctx, rule)) {
             args[k * RL_ARGS_PER_RULE + 6] = "1";
         }
         if (rule->cost_cv != nullptr) {
@@ -181,10 +176,6 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
     return NGX_OK;
 }
 
-bool isDry(const ngx_http_rl_ctx_t *ctx, const ngx_http_rl_rule_t *rule) {
-    return rule->dry_run || ctx->lcf->dry_run;
-}
-
 /* One line per decision worth telling, in limit_req's manner: at
  * rl_log_level, a delay (what == NULL) one level less severe. */
 void logDecision(ngx_http_rl_ctx_t *ctx, ngx_int_t index,
@@ -226,7 +217,7 @@ void count(ngx_http_rl_ctx_t *ctx) {
             } else if (!ctx->decided[i]) {
                 o = NGX_HTTP_RL_PASSED;
             } else if (ctx->outcomes[i].retry_ms > 0) {
-                o = isDry(ctx, rule) ? NGX_HTTP_RL_REJECTED_DRY_RUN
+                o = ngx_http_rl_dry_run(ctx, rule) ? NGX_HTTP_RL_REJECTED_DRY_RUN
                                      : NGX_HTTP_RL_REJECTED;
             } else if (ctx->outcomes[i].delay_ms > 0 && ctx->delay > 0) {
                 o = NGX_HTTP_RL_DELAYED;
@@ -280,7 +271,7 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
 bool cacheable(ngx_http_rl_ctx_t *ctx, const ngx_http_rl_group_t *g,
                const ngx_http_rl_rule_t *rule) {
     return g->zone->shm_zone == nullptr && rule->cost_cv == nullptr &&
-           !isDry(ctx, rule);
+           !ngx_http_rl_dry_run(ctx, rule);
 }
 
 ngx_shm_zone_t *denyZone(ngx_http_request_t *r) {
@@ -356,7 +347,7 @@ ngx_int_t binding(ngx_http_rl_ctx_t *ctx, bool rejected) {
     for (ngx_uint_t i = 0; i < n; i++) {
         if (ctx->decided[i] &&
             (!rejected ||
-             (ctx->outcomes[i].retry_ms > 0 && !isDry(ctx, &rules[i])))) {
+             (ctx->outcomes[i].retry_ms > 0 && !ngx_http_rl_dry_run(ctx, &rules[i])))) {
             decided[m] = ctx->outcomes[i];
             index[m++] = i;
         }
@@ -375,7 +366,7 @@ ngx_int_t dryRejection(ngx_http_rl_ctx_t *ctx) {
     ngx_int_t found = -1;
     for (ngx_uint_t i = 0; i < ctx->lcf->rules->nelts; i++) {
         if (ctx->decided[i] && ctx->outcomes[i].retry_ms > 0 &&
-            isDry(ctx, &rules[i]) &&
+            ngx_http_rl_dry_run(ctx, &rules[i]) &&
             (found < 0 ||
              ctx->outcomes[i].retry_ms > ctx->outcomes[found].retry_ms)) {
             found = static_cast<ngx_int_t>(i);
@@ -597,7 +588,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
             if (buildCall(r, group, values) != NGX_OK) {
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
             }
-            group->sent_us = nowUs();
+            group->sent_us = rl::monotonicUs();
             group->call = ngx_http_rl_link_send(link, group);
         }
         if (group->call == nullptr) {
@@ -635,7 +626,7 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
     if (reply != nullptr && group->zone->stats != nullptr) {
         ngx_http_rl_stats_latency(group->zone,
                                   static_cast<ngx_msec_t>(
-                                      nowUs() - group->sent_us));
+                                      rl::monotonicUs() - group->sent_us));
     }
     if (reply != nullptr &&
         rl_decode_reply(reply, group->nrules, &allowed, out, &now)

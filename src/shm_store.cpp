@@ -11,9 +11,9 @@
 
 #include "ngx.hpp"
 
-#include <ctime>
-
+#include "clock.hpp"
 #include "core/algorithm.hpp"
+#include "core/reply.hpp"
 
 namespace {
 
@@ -40,12 +40,6 @@ constexpr ngx_uint_t kEvictOnFull = 8;
 int64_t *logOf(Node *n) {
     return reinterpret_cast<int64_t *>(reinterpret_cast<u_char *>(n) +
                                        sizeof(Node));
-}
-
-int64_t nowUs() {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
 rl::Params paramsOf(const ngx_http_rl_rule_t *rule) {
@@ -127,8 +121,6 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
     return n;
 }
 
-int64_t msCeil(int64_t us) { return us <= 0 ? 0 : (us + 999) / 1000; }
-
 }  // namespace
 
 extern "C" {
@@ -181,12 +173,12 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     int64_t *logs[RL_MAX_RULES];
     uint64_t costs[RL_MAX_RULES];
     rl::Figures figures[RL_MAX_RULES];
-    int64_t now = nowUs();
+    int64_t now = rl::realtimeUs();
 
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
         params[k] = paramsOf(&rules[i]);
-        params[k].dryRun = rules[i].dry_run || ctx->lcf->dry_run;
+        params[k].dryRun = ngx_http_rl_dry_run(ctx, &rules[i]) != 0;
         costs[k] = ctx->costs[i];
     }
 
@@ -214,8 +206,9 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
         const rl::Figures &f = figures[k];
-        ctx->outcomes[i] = {f.remaining, msCeil(f.resetUs),
-                            msCeil(f.retryUs), msCeil(f.delayUs), f.retryUs};
+        ctx->outcomes[i] = {f.remaining, rl::msCeil(f.resetUs),
+                            rl::msCeil(f.retryUs), rl::msCeil(f.delayUs),
+                            f.retryUs};
         ctx->decided[i] = 1;
     }
     g->allowed = allowed ? 1 : 0;
