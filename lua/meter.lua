@@ -1,6 +1,51 @@
--- meter.lua: what the meters (token_bucket.lua, leaky_bucket.lua,
--- gcra.lua) share; the build puts it before their chunks.
+-- meter.lua: what the algorithms share; the build puts it before their
+-- chunks.
 --
+-- State: every algorithm but sliding_log keeps one string per key, its
+-- numbers packed as little-endian doubles (struct.pack '<d'), written
+-- with one SET ... PX: no number is ever printed or parsed (string.format
+-- and tonumber of a 16-digit time cost more than the commands around
+-- them). Every number stored is an integer below 2^53, so the doubles
+-- are exact. A value of another length (not written by this script) is
+-- taken as no state.
+
+local function get2(key)
+    local v = redis.call('GET', key)
+    if v and #v == 16 then
+        return struct.unpack('<dd', v)
+    end
+end
+
+local function get3(key)
+    local v = redis.call('GET', key)
+    if v and #v == 24 then
+        return struct.unpack('<ddd', v)
+    end
+end
+
+-- TTL in ms of state fresh again in ttl_us: rounded up, plus 1 ms (see
+-- rl.lua)
+local function px(ttl_us)
+    return math.ceil(ttl_us / 1000) + 1
+end
+
+-- rewrite(key, v, shorter_us): a refund's new value v for key, whose
+-- state is now fresh again shorter_us sooner: the TTL shrinks by as much
+-- (whole ms), the key goes if nothing is left of it.
+local function rewrite(key, v, shorter)
+    local ttl = redis.call('PTTL', key)
+    if ttl > 0 then
+        ttl = ttl - math.floor(shorter / 1000)
+        if ttl <= 0 then
+            redis.call('DEL', key)
+            return
+        end
+        redis.call('SET', key, v, 'PX', ttl)
+    else
+        redis.call('SET', key, v, 'KEEPTTL')
+    end
+end
+
 -- units(limit N, window_us W) -> w', n': the meters count in units of
 -- g / N microseconds, g = gcd(N, W), so that one request is exactly
 -- w' = W / g units and one microsecond n' = N / g units: whole numbers,
@@ -15,34 +60,31 @@ local function units(limit, window)
     return window / a, limit / a
 end
 
--- level_figures(s, level, need, full, k, cost, n, w, burst, delay) -> s:
+-- level_figures(level, need, full, k, cost, n, w, burst, delay)
+--   -> ok, left, reset, retry, delay_us
 -- the figures of leaky_bucket and gcra (the same meter) for `level`
--- units queued at now: left, ok, reset, retry, delay (src/core/
--- algorithm.cpp levelCheck). A cost above the capacity k never fits.
-local function level_figures(s, level, need, full, k, cost, n, w, burst,
-                             delay)
+-- units queued at now (src/core/algorithm.cpp levelCheck). A cost above
+-- the capacity k never fits.
+local function level_figures(level, need, full, k, cost, n, w, burst, delay)
+    local left = 0
     if level < full then
-        s.left = math.floor((full - level) / w)
+        left = math.floor((full - level) / w)
     end
     if cost > k then
-        s.ok = false
-        s.retry = math.ceil(need / n)
-        s.reset = s.retry
-        return s
+        local retry = math.ceil(need / n)
+        return false, left, retry, retry, 0
     end
-    s.ok = level + need <= full
-    if s.ok then
-        local after = level + need
-        s.reset = math.ceil(after / n)
-        if delay < burst then
-            local excess = after - (delay + 1) * w
-            if excess > 0 then
-                s.delay = math.ceil(excess / n)
-            end
+    local after = level + need
+    if after > full then
+        local retry = math.ceil((after - full) / n)
+        return false, left, retry, retry, 0
+    end
+    local wait = 0
+    if delay < burst then
+        local excess = after - (delay + 1) * w
+        if excess > 0 then
+            wait = math.ceil(excess / n)
         end
-    else
-        s.retry = math.ceil((level + need - full) / n)
-        s.reset = s.retry
     end
-    return s
+    return true, left, math.ceil(after / n), 0, wait
 end

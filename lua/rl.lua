@@ -1,8 +1,9 @@
 -- rl.lua: decides every rule of one request for one zone, atomically.
 --
 -- The build prepends one chunk per algorithm file (fixed_window.lua, ...),
--- each returning { check = f, commit = f, refund = f } and run only when
--- needed: algorithm(name) gives it (lua/embed.sh), then this driver.
+-- each returning { check = f, refund = f } (sliding_log: and commit = f)
+-- and run only when needed: algorithm(name) gives it (lua/embed.sh),
+-- then this driver.
 --
 -- KEYS[i]   state key of rule i; keys of one key value share a hash tag
 -- ARGV[1]   number of rules n
@@ -33,9 +34,11 @@
 -- Redis expires keys on a millisecond clock, and before 7.2 a PEXPIRE of
 -- 1 may even delete the key at once when a millisecond ticks meanwhile
 -- (redis/redis#10300).
--- Numbers going into keys, members, fields or scores are written with
--- '%.0f': tostring keeps 14 digits, a time in us has 16.
 -- Reply (refund): 1
+--
+-- Cost: this runs on every request, so it makes few tables (each costs
+-- about as much as a command), prints and parses no number it can avoid,
+-- and decides a rule with one GET and, if admitted, one SET ... PX.
 
 local n = tonumber(ARGV[1])
 local now
@@ -45,68 +48,87 @@ else
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
+local refund = ARGV[3 + 7 * n] == 'refund'
 
-local rules = {}
-for i = 1, n do
+-- rule i's algorithm and numbers, or an error reply
+local function rule(i)
     local a = 3 + 7 * (i - 1)
-    local r = { alg = algorithm(ARGV[a]), name = ARGV[a],
-                limit = tonumber(ARGV[a + 1]), window = tonumber(ARGV[a + 2]),
-                burst = tonumber(ARGV[a + 3]), cost = tonumber(ARGV[a + 4]),
-                delay = tonumber(ARGV[a + 5]), dry = ARGV[a + 6] == '1' }
-    if r.alg == nil then
+    local alg = algorithm(ARGV[a])
+    if alg == nil then
         return redis.error_reply('ERR rl: unknown algorithm ' .. ARGV[a])
     end
-    if not (r.limit and r.window and r.burst and r.cost and r.delay)
-            or r.limit < 1 or r.window < 1 or r.burst < 0 or r.cost < 0
-            or r.delay < 0 then
+    local limit, window = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    local burst, cost = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+    local delay = tonumber(ARGV[a + 5])
+    if not (limit and window and burst and cost and delay)
+            or limit < 1 or window < 1 or burst < 0 or cost < 0
+            or delay < 0 then
         return redis.error_reply('ERR rl: bad arguments for rule ' .. i)
     end
-    rules[i] = r
+    return alg, limit, window, burst, cost, delay, ARGV[a + 6] == '1'
 end
 
-if ARGV[3 + 7 * n] == 'refund' then
+if refund then
     for i = 1, n do
-        local r = rules[i]
-        r.alg.refund(KEYS[i], now, r.limit, r.window, r.burst, r.cost,
-                     r.delay)
+        local alg = rule(i)
+        if type(alg) ~= 'table' or alg.check == nil then
+            return alg
+        end
+    end
+    for i = 1, n do
+        local alg, limit, window, burst, cost, delay = rule(i)
+        alg.refund(KEYS[i], now, limit, window, burst, cost, delay)
     end
     return 1
 end
 
-local states = {}
-local allowed = 1
+-- reply[2 + 4 * (i - 1) ...]: rule i's figures; pending[4 * i - 3 ...]:
+-- what admitting the request writes for rule i (false: it rejects), its
+-- TTL in us, its algorithm, its cost
+local reply = { 1 }
+local pending = {}
 for i = 1, n do
-    local r = rules[i]
-    local s = r.alg.check(KEYS[i], now, r.limit, r.window, r.burst, r.cost,
-                          r.delay)
-    states[i] = s
-    if not s.ok and not r.dry then
-        allowed = 0
+    local alg, limit, window, burst, cost, delay, dry = rule(i)
+    if type(alg) ~= 'table' or alg.check == nil then
+        return alg
     end
+    local ok, left, reset, retry, wait, v, ttl =
+        alg.check(KEYS[i], now, limit, window, burst, cost, delay)
+    if not ok and not dry then
+        reply[1] = 0
+    end
+    local j = 4 * i - 2
+    reply[j] = left
+    reply[j + 1] = reset
+    reply[j + 2] = retry
+    if dry then
+        reply[j + 3] = 0
+    else
+        reply[j + 3] = wait
+    end
+    pending[4 * i - 3] = ok and v
+    pending[4 * i - 2] = ttl
+    pending[4 * i - 1] = alg
+    pending[4 * i] = cost
 end
 
-local reply = { allowed }
 for i = 1, n do
-    local s = states[i]
-    local cost = rules[i].cost
-    if allowed == 1 and s.ok then
+    local j = 4 * i - 2
+    local v = pending[4 * i - 3]
+    if reply[1] == 0 then
+        reply[j + 3] = 0            -- nothing counted, nothing delayed
+    elseif v then
+        local cost = pending[4 * i]
+        reply[j] = math.max(reply[j] - cost, 0)
         if cost > 0 then
-            rules[i].alg.commit(KEYS[i], s)
+            local alg = pending[4 * i - 1]
+            if alg.commit then
+                alg.commit(KEYS[i], v, pending[4 * i - 2])
+            else
+                redis.call('SET', KEYS[i], v, 'PX', px(pending[4 * i - 2]))
+            end
         end
-        reply[#reply + 1] = math.max(s.left - cost, 0)
-        reply[#reply + 1] = s.reset
-        reply[#reply + 1] = s.retry
-        if rules[i].dry then
-            reply[#reply + 1] = 0
-        else
-            reply[#reply + 1] = s.delay
-        end
-    else
-        reply[#reply + 1] = s.left
-        reply[#reply + 1] = s.reset
-        reply[#reply + 1] = s.retry
-        reply[#reply + 1] = 0
     end
 end
-reply[#reply + 1] = now
+reply[4 * n + 2] = now
 return reply

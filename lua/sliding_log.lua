@@ -10,7 +10,8 @@
 --   included). Entries with score <= now - W have expired; commit trims
 --   them, so the set never holds more than N. The log's time is now, or
 --   its newest entry if the clock went back (no time passes).
--- check(key, now_us, limit, window_us, burst, cost, delay) -> state:
+-- check(key, now_us, limit, window_us, burst, cost, delay)
+--     -> ok, left, reset, retry, delay, what commit needs, TTL in us:
 --   count  live entries (score > time - W)
 --   ok     count + C <= N
 --   left   N - count
@@ -19,8 +20,9 @@
 --   retry  until the (count + C - N)-th oldest live entry expires;
 --          C > N: W
 --   delay  0
--- commit(key, state): trim, add C entries; the key lives until the
---   newest entry expires.
+-- commit(key, state, ttl_us): trim, add C entries; the key lives until
+--   the newest entry expires. (The other algorithms keep one string the
+--   driver writes; this one a sorted set it writes itself.)
 -- refund(key, then_us, ...): remove C entries of time then_us (the
 --   newest such); the TTL shrinks if the newest entry went.
 
@@ -66,10 +68,10 @@ function M.check(key, now, limit, window, burst, cost, delay)
         end
         s.reset = s.retry
     end
-    return s
+    return s.ok, s.left, s.reset, s.retry, 0, s, s.reset
 end
 
-function M.commit(key, s)
+function M.commit(key, s, ttl)
     if s.total > s.live then
         redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.t - s.window))
     end
@@ -86,7 +88,7 @@ function M.commit(key, s)
         redis.call('ZADD', key, unpack(args))
         i = last + 1
     end
-    redis.call('PEXPIRE', key, math.ceil(s.reset / 1000) + 1)
+    redis.call('PEXPIRE', key, px(ttl))
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)

@@ -3,10 +3,11 @@
 --
 -- KEYS: the rule's state key. ARGV: limit N, window_us W, cost C
 -- (burst, delay unused).
--- State (hash): w = current window index, c = count in window w,
---   p = count in window w - 1. A stored window later than now's (the
+-- State (lua/meter.lua): w = current window index, c = count in window
+--   w, p = count in window w - 1. A stored window later than now's (the
 --   clock went back) is taken as the current one, at its start.
--- check(key, now_us, limit, window_us, burst, cost, delay) -> state:
+-- check(key, now_us, limit, window_us, burst, cost, delay)
+--     -> ok, left, reset, retry, delay, state to write, its TTL in us:
 --   est    p * (W - elapsed) / W + c, in doubles (src/core/algorithm.cpp
 --          computes it in the same order, so both round alike)
 --   ok     est + C <= N
@@ -14,16 +15,14 @@
 --   reset  us until the estimate is back to 0
 --   retry  0 if ok, else until this request's cost would fit
 --   delay  0
--- commit(key, state): count the request in window w; the key lives
---   until window w + 1 ends, when its count no longer weighs anything.
+--   state  the request counted in window w; the key lives until window
+--          w + 1 ends, when its count no longer weighs anything.
 -- refund(key, then_us, ...): uncount a request counted at then_us, in
 --   the current or the previous window.
 
-local M = {}
+-- get3(): lua/meter.lua
 
-local function estimate(prev, cur, elapsed, window)
-    return prev * (window - elapsed) / window + cur
-end
+local M = {}
 
 -- Time from now until prev * (window - t) / window + cur + cost <= limit,
 -- looking into the next window too (where prev becomes cur).
@@ -48,8 +47,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local w = math.floor(now / window)
     local elapsed = now - w * window
     local back = 0
-    local h = redis.call('HMGET', key, 'w', 'c', 'p')
-    local hw = tonumber(h[1])
+    local hw, hc, hp = get3(key)
     if hw ~= nil and hw > w then
         back = hw * window - now
         w = hw
@@ -57,48 +55,43 @@ function M.check(key, now, limit, window, burst, cost, delay)
     end
     local cur, prev = 0, 0
     if hw == w then
-        cur = tonumber(h[2]) or 0
-        prev = tonumber(h[3]) or 0
+        cur = hc
+        prev = hp
     elseif hw == w - 1 then
-        prev = tonumber(h[2]) or 0
+        prev = hc
     end
-    local s = { w = w, prev = prev, ttl = 2 * window - elapsed + back,
-                delay = 0 }
-    local est = estimate(prev, cur, elapsed, window)
-    s.ok = est + cost <= limit
-    s.left = math.max(math.floor(limit - est), 0)
-    if s.ok then
-        s.cur = cur + cost
-        s.retry = 0
-    else
-        s.cur = cur
-        s.retry = retry_after(prev, cur, elapsed, window, limit, cost) + back
+    local est = prev * (window - elapsed) / window + cur
+    local left = math.max(math.floor(limit - est), 0)
+    local whole = 2 * window - elapsed + back
+    if est + cost <= limit then
+        local reset = 0
+        if cur + cost > 0 then
+            reset = whole
+        elseif prev > 0 then
+            reset = window - elapsed + back
+        end
+        return true, left, reset, 0, 0,
+               struct.pack('<ddd', w, cur + cost, prev), whole
     end
-    if s.cur > 0 then
-        s.reset = 2 * window - elapsed + back
+    local reset = 0
+    if cur > 0 then
+        reset = whole
     elseif prev > 0 then
-        s.reset = window - elapsed + back
-    else
-        s.reset = 0
+        reset = window - elapsed + back
     end
-    return s
-end
-
-function M.commit(key, s)
-    redis.call('HSET', key, 'w', string.format('%.0f', s.w),
-               'c', string.format('%.0f', s.cur),
-               'p', string.format('%.0f', s.prev))
-    redis.call('PEXPIRE', key, math.ceil(s.ttl / 1000) + 1)
+    return false, left, reset,
+           retry_after(prev, cur, elapsed, window, limit, cost) + back, 0
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)
     local w = math.floor(now / window)
-    local h = redis.call('HMGET', key, 'w', 'c', 'p')
-    local hw = tonumber(h[1])
+    local hw, hc, hp = get3(key)
     if hw == w then
-        redis.call('HSET', key, 'c', math.max((tonumber(h[2]) or 0) - cost, 0))
+        redis.call('SET', key, struct.pack('<ddd', hw, math.max(hc - cost, 0), hp),
+                   'KEEPTTL')
     elseif hw == w + 1 then
-        redis.call('HSET', key, 'p', math.max((tonumber(h[3]) or 0) - cost, 0))
+        redis.call('SET', key, struct.pack('<ddd', hw, hc, math.max(hp - cost, 0)),
+                   'KEEPTTL')
     end
 end
 

@@ -30,7 +30,7 @@ using rl::Algorithm;
 constexpr uint64_t kDay = 86400 * kSec;
 
 /* The production script, run as a function, with `redis` shadowed so
- * that a PEXPIRE is recorded instead of applied (the trace's clock is
+ * that a PEXPIRE, or a SET's PX, is recorded instead of applied (the trace's clock is
  * not Redis' clock: keys must not expire on their own), and each key's
  * state around it: { reply, then per key: DUMP before, the TTL the
  * script set (-1: none), DUMP after }. */
@@ -42,6 +42,11 @@ std::string wrapperText() {
            "        if cmd == 'PEXPIRE' then\n"
            "            ttl[key] = select(1, ...)\n"
            "            return 1\n"
+           "        end\n"
+           "        local v, opt, ms = ...\n"
+           "        if cmd == 'SET' and opt == 'PX' then\n"
+           "            ttl[key] = ms\n"
+           "            return real.call('SET', key, v)\n"
            "        end\n"
            "        return real.call(cmd, key, ...)\n"
            "    end }, { __index = real })\n"

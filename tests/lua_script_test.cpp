@@ -95,7 +95,7 @@ TEST_F(LuaScript, BinaryKeyValues) {
     EXPECT_TRUE(admits(a, t));
     EXPECT_FALSE(admits(a, t));
     EXPECT_TRUE(admits(b, t));
-    EXPECT_EQ(hgetall(a.key).at("c"), "1");
+    EXPECT_EQ(state(a).at("c"), "1");
 }
 
 /* ------------------------------------------------------------------ */
@@ -133,7 +133,7 @@ TEST_F(LuaScript, FixedWindowAdmitsLimitThenRejectsUntilNextWindow) {
         EXPECT_EQ(d.out[0].resetMs, 10000 - i * 1000);
     }
     EXPECT_FALSE(admits(rule, w0 + w + 9 * kSec));
-    EXPECT_EQ(hgetall(rule.key),
+    EXPECT_EQ(state(rule),
               (std::map<std::string, std::string>{
                   {"w", std::to_string(w0 / w + 1)}, {"c", "3"}}));
 }
@@ -306,14 +306,14 @@ TEST_F(LuaScript, LargeNumbersAreWrittenExactly) {
     Decision d = decide({b, l, g, z}, t);
     ASSERT_TRUE(d.allowed) << describe(d);
     /* one request is 13e6 units, one us 7 units */
-    EXPECT_EQ(hgetall(b.key), (std::map<std::string, std::string>{
+    EXPECT_EQ(state(b), (std::map<std::string, std::string>{
                                   {"t", "1700000000123457"},
                                   {"x", "26000000"}}));
-    EXPECT_EQ(hgetall(l.key), (std::map<std::string, std::string>{
+    EXPECT_EQ(state(l), (std::map<std::string, std::string>{
                                   {"t", "1700000000123457"},
                                   {"x", "13000000"}}));
     /* TAT = t + 13e6 / 7 us = t + 1857142 us + 6 units */
-    EXPECT_EQ(hgetall(g.key), (std::map<std::string, std::string>{
+    EXPECT_EQ(state(g), (std::map<std::string, std::string>{
                                   {"t", "1700000001980599"}, {"f", "6"}}));
     ReplyPtr r = command({"ZRANGE", z.key, "0", "-1", "WITHSCORES"});
     ASSERT_NE(r, nullptr);
@@ -423,8 +423,8 @@ TEST_F(LuaScript, MeterRefundsShortenTheTtl) {
     EXPECT_LE(pttl(z.key), 7001);
     EXPECT_GT(pttl(z.key), 6000);
     /* a request is 1e6 units */
-    EXPECT_EQ(hgetall(l.key).at("x"), "1000000");
-    EXPECT_EQ(hgetall(b.key).at("x"), "19000000"); /* 20 - 4 + 3 tokens */
+    EXPECT_EQ(state(l).at("x"), "1000000");
+    EXPECT_EQ(state(b).at("x"), "19000000"); /* 20 - 4 + 3 tokens */
     /* the rest: fresh again, nothing left behind */
     b.cost = l.cost = g.cost = 1;
     refund({b, l, g}, t);
@@ -473,7 +473,7 @@ TEST_F(LuaScript, MetersOnRedisTime) {
     EXPECT_FALSE(d.allowed);
     EXPECT_GT(d.out[0].retryMs, 86000000);
     EXPECT_GT(d.out[1].retryMs, 86000000);
-    EXPECT_EQ(hgetall(b.key).at("t").size(), 16u);
+    EXPECT_EQ(state(b).at("t").size(), 16u);
 }
 
 TEST_F(LuaScript, CostZeroWritesNothing) {
@@ -516,8 +516,8 @@ TEST_F(LuaScript, AdmissionCountsInEveryRule) {
     ASSERT_TRUE(d.allowed) << describe(d);
     EXPECT_EQ(d.out[0].remaining, 4);
     EXPECT_EQ(d.out[1].remaining, 2);
-    EXPECT_EQ(hgetall(a.key).at("c"), "1");
-    EXPECT_EQ(hgetall(b.key).at("c"), "1");
+    EXPECT_EQ(state(a).at("c"), "1");
+    EXPECT_EQ(state(b).at("c"), "1");
     EXPECT_EQ(rl::bindingRule(d.out.data(), 2, true), 1u);
 }
 
@@ -532,16 +532,16 @@ TEST_F(LuaScript, RejectionConsumesNothingInAnyRule) {
     Rule b = sliding("10.0.0.1", 2, w);
     ASSERT_TRUE(decide({a, b}, t).allowed);
     ASSERT_TRUE(decide({a, b}, t).allowed);
-    auto beforeA = hgetall(a.key);
-    auto beforeB = hgetall(b.key);
+    auto beforeA = state(a);
+    auto beforeB = state(b);
     long long ttlA = pttl(a.key);
     Decision d = decide({a, b}, t + kMs);
     ASSERT_FALSE(d.allowed) << describe(d);
     EXPECT_EQ(d.out[0].retryMs, 0);
     EXPECT_GT(d.out[1].retryMs, 0);
     EXPECT_EQ(d.out[0].remaining, 3) << "not counted: 5 - 2 still admitted";
-    EXPECT_EQ(hgetall(a.key), beforeA);
-    EXPECT_EQ(hgetall(b.key), beforeB);
+    EXPECT_EQ(state(a), beforeA);
+    EXPECT_EQ(state(b), beforeB);
     EXPECT_LE(pttl(a.key), ttlA);
     EXPECT_EQ(beforeA.at("c"), "2");
 
@@ -549,15 +549,15 @@ TEST_F(LuaScript, RejectionConsumesNothingInAnyRule) {
     Rule c = fixed("10.0.0.2", 1, w);
     Rule e = sliding("10.0.0.2", 5, w);
     ASSERT_TRUE(decide({c, e}, t).allowed);
-    auto beforeC = hgetall(c.key);
-    auto beforeE = hgetall(e.key);
+    auto beforeC = state(c);
+    auto beforeE = state(e);
     d = decide({c, e}, t + kMs);
     ASSERT_FALSE(d.allowed) << describe(d);
     EXPECT_GT(d.out[0].retryMs, 0);
     EXPECT_EQ(d.out[1].retryMs, 0);
     EXPECT_EQ(d.out[1].remaining, 4) << "not counted: 5 - 1 still admitted";
-    EXPECT_EQ(hgetall(c.key), beforeC);
-    EXPECT_EQ(hgetall(e.key), beforeE);
+    EXPECT_EQ(state(c), beforeC);
+    EXPECT_EQ(state(e), beforeE);
 
     /* a rule without state yet stays without */
     Rule fresh = sliding("10.0.0.3", 5, w);
@@ -580,13 +580,13 @@ TEST_F(LuaScript, DryRunRuleNeverRejectsAndTakesNothingWhenItWould) {
     dry.dryRun = true;
     ASSERT_TRUE(decide({real, dry}, t).allowed);
     ASSERT_TRUE(decide({real, dry}, t).allowed);
-    auto before = hgetall(dry.key);
+    auto before = state(dry);
     Decision d = decide({real, dry}, t + kMs);
     ASSERT_TRUE(d.allowed) << describe(d);
     EXPECT_GT(d.out[1].retryMs, 0) << "it would have rejected";
     EXPECT_EQ(d.out[0].remaining, 2) << "the enforced rule counted it";
-    EXPECT_EQ(hgetall(dry.key), before);
-    EXPECT_EQ(hgetall(real.key).at("c"), "3");
+    EXPECT_EQ(state(dry), before);
+    EXPECT_EQ(state(real).at("c"), "3");
 }
 
 /* ------------------------------------------------------------------ */
@@ -603,7 +603,7 @@ TEST_F(LuaScript, RefundFixedWindowInTheSameWindow) {
     long long ttl = pttl(rule.key);
 
     refund({rule}, t);
-    EXPECT_EQ(hgetall(rule.key).at("c"), "1");
+    EXPECT_EQ(state(rule).at("c"), "1");
     EXPECT_GT(pttl(rule.key), 0);
     EXPECT_LE(pttl(rule.key), ttl);
     EXPECT_TRUE(admits(rule, t + 2 * kSec));
@@ -616,9 +616,9 @@ TEST_F(LuaScript, RefundFixedWindowAfterTheWindowEnded) {
     uint64_t w0 = windowStart(w);
     ASSERT_TRUE(admits(rule, w0 + kSec));
     ASSERT_TRUE(admits(rule, w0 + w + kSec));
-    auto before = hgetall(rule.key);
+    auto before = state(rule);
     refund({rule}, w0 + kSec); /* window 0's count is gone already */
-    EXPECT_EQ(hgetall(rule.key), before);
+    EXPECT_EQ(state(rule), before);
     EXPECT_EQ(before.at("c"), "1");
 }
 
@@ -631,7 +631,7 @@ TEST_F(LuaScript, RefundSlidingWindowInTheSameWindow) {
     }
     ASSERT_FALSE(admits(rule, t));
     refund({rule}, t);
-    EXPECT_EQ(hgetall(rule.key).at("c"), "2");
+    EXPECT_EQ(state(rule).at("c"), "2");
     EXPECT_TRUE(admits(rule, t + kMs));
     EXPECT_FALSE(admits(rule, t + kMs));
 }
@@ -649,7 +649,7 @@ TEST_F(LuaScript, RefundSlidingWindowFromThePreviousWindow) {
     ASSERT_TRUE(admits(rule, w0 + w + 5 * kSec));
     ASSERT_FALSE(admits(rule, w0 + w + 5 * kSec));
     refund({rule}, w0 + kSec);
-    EXPECT_EQ(hgetall(rule.key),
+    EXPECT_EQ(state(rule),
               (std::map<std::string, std::string>{
                   {"w", std::to_string(w0 / w + 1)}, {"c", "1"}, {"p", "2"}}));
     /* 2 * 0.5 + 1 + 1 <= 3 */
@@ -657,9 +657,9 @@ TEST_F(LuaScript, RefundSlidingWindowFromThePreviousWindow) {
 
     /* Two windows on, window 0 weighs nothing: nothing to refund. */
     ASSERT_TRUE(admits(rule, w0 + 2 * w + kSec));
-    auto before = hgetall(rule.key);
+    auto before = state(rule);
     refund({rule}, w0 + kSec);
-    EXPECT_EQ(hgetall(rule.key), before);
+    EXPECT_EQ(state(rule), before);
 }
 
 TEST_F(LuaScript, RefundNeverGoesBelowZeroNorCreatesState) {
@@ -670,8 +670,8 @@ TEST_F(LuaScript, RefundNeverGoesBelowZeroNorCreatesState) {
     ASSERT_TRUE(decide({f, s}, t).allowed);
     refund({f, s}, t);
     refund({f, s}, t);
-    EXPECT_EQ(hgetall(f.key).at("c"), "0");
-    EXPECT_EQ(hgetall(s.key).at("c"), "0");
+    EXPECT_EQ(state(f).at("c"), "0");
+    EXPECT_EQ(state(s).at("c"), "0");
 
     Rule freshF = fixed("10.0.0.9", 2, w);
     Rule freshS = sliding("10.0.0.9", 2, w);
@@ -690,8 +690,8 @@ TEST_F(LuaScript, RefundWithTheDecisionsTime) {
     EXPECT_FALSE(decide({f, s}, 0).allowed);
     ASSERT_GT(d.nowUs, 0);
     refund({f, s}, static_cast<uint64_t>(d.nowUs));
-    EXPECT_EQ(hgetall(f.key).at("c"), "0");
-    EXPECT_EQ(hgetall(s.key).at("c"), "0");
+    EXPECT_EQ(state(f).at("c"), "0");
+    EXPECT_EQ(state(s).at("c"), "0");
     EXPECT_TRUE(decide({f, s}, 0).allowed);
 }
 

@@ -27,7 +27,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -359,16 +361,38 @@ protected:
         return d;
     }
 
-    std::map<std::string, std::string> hgetall(const std::string& key) {
+    /* A rule's state as the script keeps it (lua/meter.lua: packed
+     * little-endian doubles), field by field, each number in decimal; an
+     * absent key gives no fields. */
+    std::map<std::string, std::string> state(const Rule& rule) {
+        static const std::map<std::string, std::vector<std::string>> names{
+            {"fixed_window", {"w", "c"}},
+            {"sliding_window", {"w", "c", "p"}},
+            {"token_bucket", {"t", "x"}},
+            {"leaky_bucket", {"t", "x"}},
+            {"gcra", {"t", "f"}}};
         std::map<std::string, std::string> h;
-        ReplyPtr r = command({"HGETALL", key});
-        if (r == nullptr || r->type != REDIS_REPLY_ARRAY) {
-            ADD_FAILURE() << "HGETALL " << key << " failed";
+        const std::vector<std::string>& fields = names.at(rule.algorithm);
+        ReplyPtr r = command({"GET", rule.key});
+        if (r == nullptr || r->type == REDIS_REPLY_NIL) {
             return h;
         }
-        for (size_t i = 0; i + 1 < r->elements; i += 2) {
-            h[std::string(r->element[i]->str, r->element[i]->len)] =
-                std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+        if (r->type != REDIS_REPLY_STRING || r->len != 8 * fields.size()) {
+            ADD_FAILURE() << "GET " << rule.key << ": not a packed state";
+            return h;
+        }
+        for (size_t i = 0; i < fields.size(); i++) {
+            double d;
+            unsigned char le[8];
+            std::memcpy(le, r->str + 8 * i, 8);
+            uint64_t bits = 0;
+            for (int b = 7; b >= 0; b--) {
+                bits = bits << 8 | le[b];
+            }
+            std::memcpy(&d, &bits, 8);
+            char text[32];
+            std::snprintf(text, sizeof text, "%.0f", d);
+            h[fields[i]] = text;
         }
         return h;
     }

@@ -190,11 +190,11 @@ TEST(RuleId, SixteenLowercaseHexDigits) {
 
 /* Ids name state kept in Redis across reloads and upgrades: a change
  * of the derivation silently resets every counter, so pin it. This is
- * sha1("3:api6:per_ip12:fixed_window7:100000019:$binary_remote_addr"). */
+ * sha1("s3:3:api6:per_ip12:fixed_window7:100000019:$binary_remote_addr"). */
 TEST(RuleId, IsStable) {
     EXPECT_EQ(rl::ruleId("api", "per_ip", "fixed_window", 1000000,
                          "$binary_remote_addr"),
-              "0bf498456724eebb");
+              "384299ca4f56cb95");
     EXPECT_EQ(rl::ruleId("api", "per_ip", "fixed_window", 1000000,
                          "$binary_remote_addr"),
               rl::ruleId("api", "per_ip", "fixed_window", 1000000,

@@ -45,9 +45,12 @@ char* writeStateKey(char* out, std::string_view prefix,
 std::string ruleId(std::string_view zone, std::string_view name,
                    std::string_view algorithm, uint64_t windowUs,
                    std::string_view keyExpr) {
-    /* Length-prefixed fields: no two different rules give one text. */
+    /* Length-prefixed fields: no two different rules give one text. The
+     * layout of the state in Redis comes first ("s3": packed strings,
+     * lua/meter.lua; earlier builds kept hashes and had no such field):
+     * a build with another layout never reads these keys as its own. */
     std::string window = std::to_string(windowUs);
-    std::string text;
+    std::string text = "s3:";
     for (std::string_view f : {zone, name, algorithm,
                                std::string_view(window), keyExpr}) {
         text += std::to_string(f.size());

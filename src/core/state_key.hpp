@@ -7,7 +7,8 @@
  * and plain; empty, longer than 64 bytes, holding a brace (which would
  * cut the hash tag), or starting with '~', it becomes '~' and the 40 hex
  * digits of its SHA-1. RULE_ID is 16 hex digits naming the rule's state
- * (zone, name, algorithm, window, key expression; not the limit). So a
+ * (zone, name, algorithm, window, key expression, and the layout of
+ * the state in Redis; not the limit). So a
  * key is at most the prefix plus 2 + 64 + 1 + 16 = 83 bytes. */
 #pragma once
 
