@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/outcome.hpp"
@@ -22,7 +23,50 @@ using namespace rltest;
 
 constexpr uint64_t kDay = 86400 * kSec;
 
-class LuaScript : public ScriptFixture {};
+class LuaScript : public ScriptFixture {
+protected:
+    /* One call carrying requests as the module's batches do: every
+     * request's keys, then every request's block (n, now, rule arguments)
+     * with `now` as given ("-A": A us before Redis' TIME). */
+    using Request = std::pair<std::vector<Rule>, std::string>;
+
+    ReplyPtr batch(const std::vector<Request>& requests) {
+        std::vector<std::string> keys, blocks;
+        for (const auto& [rules, now] : requests) {
+            std::vector<std::string> one = argvOf(rules, 0, true, false);
+            size_t n = rules.size();
+            keys.insert(keys.end(), one.begin() + 3, one.begin() + 3 + n);
+            one[4 + n] = now;
+            blocks.insert(blocks.end(), one.begin() + 3 + n, one.end());
+        }
+        std::vector<std::string> argv{"EVALSHA",
+                                      std::string(rl::scriptSha()),
+                                      std::to_string(keys.size())};
+        argv.insert(argv.end(), keys.begin(), keys.end());
+        argv.insert(argv.end(), blocks.begin(), blocks.end());
+        std::vector<const char*> ptrs;
+        std::vector<size_t> lens;
+        for (const std::string& a : argv) {
+            ptrs.push_back(a.data());
+            lens.push_back(a.size());
+        }
+        return commandArgv(ptrs, lens);
+    }
+
+    /* The part of a batch's reply for one request, decoded as the module
+     * decodes it. */
+    static Decision part(const redisReply* reply, size_t at, size_t rules) {
+        redisReply slice{};
+        slice.type = REDIS_REPLY_ARRAY;
+        slice.elements = rl::replyLength(rules);
+        slice.element = reply->element + at;
+        Decision d;
+        d.out.assign(rules, RuleOutcome{-1, -1, -1, -1, -1});
+        d.status = rl::decodeReply(&slice, rules, &d.allowed, d.out.data(),
+                                   &d.nowUs);
+        return d;
+    }
+};
 
 /* ------------------------------------------------------------------ */
 /* The script's name and the EVALSHA / EVAL protocol                   */
@@ -755,6 +799,64 @@ TEST_F(LuaScript, RetryAdmitsAndIsTight) {
         }
     }
     EXPECT_GT(rejections, 150); /* the walk does reach the limits */
+}
+
+/* ------------------------------------------------------------------ */
+/* Batches: several requests in one call                               */
+
+/* Requests are decided in order, each on its own time, each atomically:
+ * a later one sees what an earlier one counted, a rejected one counts
+ * nothing; keys expire on Redis' clock. */
+TEST_F(LuaScript, BatchDecidesInOrderEachOnItsOwnTime) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    Rule g = gcra("10.0.0.9", 1, kSec, 0, 0); /* one per second */
+    Rule f = fixed("10.0.0.9", 5, kDay);
+    int64_t before = redisTimeUs();
+    ReplyPtr r = batch({{{g}, "-500000"},   /* 0.5 s ago */
+                               {{g, f}, "-1000"},  /* 1 ms ago */
+                               {{f}, ""}});        /* now */
+    int64_t after = redisTimeUs();
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY)
+        << std::string(r->str != nullptr ? r->str : "", r->len);
+    ASSERT_EQ(r->elements,
+              rl::replyLength(1) + rl::replyLength(2) + rl::replyLength(1));
+
+    Decision a = part(r.get(), 0, 1);
+    Decision b = part(r.get(), rl::replyLength(1), 2);
+    Decision c = part(r.get(), rl::replyLength(1) + rl::replyLength(2), 1);
+    for (const Decision* d : {&a, &b, &c}) {
+        ASSERT_EQ(d->status, ReplyStatus::Ok);
+    }
+    EXPECT_TRUE(a.allowed) << describe(a);
+    EXPECT_FALSE(b.allowed) << describe(b); /* gcra: 0.5 s too early */
+    EXPECT_TRUE(c.allowed) << describe(c);
+
+    /* times: Redis' TIME of the call minus each request's age */
+    int64_t now = c.nowUs;
+    EXPECT_GE(now, before);
+    EXPECT_LE(now, after);
+    EXPECT_EQ(a.nowUs, now - 500000);
+    EXPECT_EQ(b.nowUs, now - 1000);
+    /* TAT = a's time + 1 s: b waits until then */
+    EXPECT_EQ(b.out[0].retryUs, 501000);
+    /* b counted nothing in f: c is f's first */
+    EXPECT_EQ(b.out[1].remaining, 5);
+    EXPECT_EQ(c.out[0].remaining, 4);
+    EXPECT_EQ(state(f).at("c"), "1");
+    /* g's key lives until the TAT on Redis' clock: 0.5 s, not 1 s */
+    long long ttl = pttl(g.key);
+    EXPECT_GT(ttl, 400);
+    EXPECT_LE(ttl, 501);
+}
+
+/* A bad block fails the whole call with an error reply. */
+TEST_F(LuaScript, BatchWithABadBlockIsAnErrorReply) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    Rule f = fixed("10.0.0.9", 5, kDay);
+    ReplyPtr r = batch({{{f}, "-x"}});
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->type, REDIS_REPLY_ERROR);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ ReplyStatus decodeReply(const redisReply* reply, size_t rules,
         return ReplyStatus::Error;
     }
     if (reply->type != REDIS_REPLY_ARRAY ||
-        reply->elements != 2 + kFiguresPerRule * rules ||
+        reply->elements != replyLength(rules) ||
         reply->element == nullptr) {
         return ReplyStatus::Malformed;
     }

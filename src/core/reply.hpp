@@ -1,4 +1,4 @@
-/* Decoding the script's reply (see lua/rl.lua):
+/* Decoding the script's reply (see lua/rl.lua) to one request:
  *   { allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
  *     delay_us_n, now_us }
  * Times come in microseconds and leave in milliseconds, rounded up (a
@@ -29,6 +29,13 @@ enum class ReplyStatus {
 
 /* Figures per rule in the reply. */
 inline constexpr size_t kFiguresPerRule = 4;
+
+/* Elements of one request's reply. A call carrying several requests (a
+ * batch, src/redis_link.cpp) replies with their parts one after the
+ * other, each decoded as a reply of its own. */
+constexpr size_t replyLength(size_t rules) {
+    return 2 + kFiguresPerRule * rules;
+}
 
 /* On Ok, *allowed, out[0..rules) and *nowUs (the time the script
  * decided at, what a refund sends back) are set. A rejection names a
