@@ -1,5 +1,7 @@
 /*
  * redis_link.cpp: per worker, one pipelined hiredis connection per zone.
+ * Requests sent during one turn of the event loop leave together, as one
+ * script call, when the turn's posted events run (batch.hpp).
  *
  * States: idle (a reconnect timer is armed), connecting (TCP and the
  * handshake: AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD, bounded by
@@ -10,9 +12,11 @@
  * the link goes down, and once when it is back.
  */
 
-#include "redis_link.hpp"
+#include "batch.hpp"
 
 #include <new>
+
+#include "clock.hpp"
 
 namespace rl {
 namespace {
@@ -26,6 +30,7 @@ void onHandshake(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onScriptLoaded(redisAsyncContext *ac, void *reply,
                     void *data) noexcept;
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onFlush(ngx_event_t *ev) noexcept;
 void onReconnectTimer(ngx_event_t *ev) noexcept;
 void onDeadlineTimer(ngx_event_t *ev) noexcept;
 
@@ -36,6 +41,7 @@ public:
     Link(ngx_http_rl_zone_t *zone, ngx_log_t *log) : zone_(zone), log_(log) {
         initTimer(&reconnect_, onReconnectTimer);
         initTimer(&deadline_, onDeadlineTimer);
+        initTimer(&flush_, onFlush);
     }
 
     ~Link() {
@@ -46,11 +52,26 @@ public:
         if (deadline_.timer_set) {
             ngx_del_timer(&deadline_);
         }
+        if (flush_.posted) {
+            ngx_delete_posted_event(&flush_);
+        }
+        while (!queue_.empty()) {  /* the worker exits: nobody waits */
+            for (Call *c = queue_.take(); c != nullptr;) {
+                Call *next = c->next;
+                release(c);
+                c = next;
+            }
+        }
         drop();
         while (free_ != nullptr) {
             Call *c = free_;
             free_ = c->next;
             ngx_free(c);
+        }
+        while (freeBatches_ != nullptr) {
+            Batch *b = freeBatches_;
+            freeBatches_ = b->next;
+            ngx_free(b);
         }
     }
 
@@ -68,7 +89,8 @@ public:
     void disconnected(const redisAsyncContext *ac);
     void handshakeReply(redisAsyncContext *ac, redisReply *reply);
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
-    void replied(Call *call, redisReply *reply);
+    void replied(Batch *batch, redisReply *reply);
+    void flush();
     void reconnectDue() { connect(); }
     void deadlinePassed();
 
@@ -94,14 +116,20 @@ private:
     void schedule();
     bool command(redisCallbackFn *fn, int argc, const char **argv,
                  const size_t *len);
+    void answer(Call *call, const redisReply *reply);
 
     ngx_http_rl_zone_t *zone_;
     ngx_log_t *log_;
     redisAsyncContext *ac_ = nullptr;
     ngx_event_t reconnect_;
     ngx_event_t deadline_;
+    ngx_event_t flush_;         /* posted while calls are queued */
     ngx_msec_t backoff_ = kFirstBackoff;
+    CallQueue queue_;
+    BatchArgv argv_;
     Call *free_ = nullptr;
+    Batch *freeBatches_ = nullptr;
+    bool evalNext_ = false;     /* Redis lost the script: send its text */
     bool ready_ = false;
     bool stalled_ = false;
     bool down_ = false;         /* an incident is open (and was logged) */
@@ -133,8 +161,12 @@ void onScriptLoaded(redisAsyncContext *ac, void *reply, void *) noexcept {
 }
 
 void onReply(redisAsyncContext *, void *reply, void *data) noexcept {
-    Call *call = static_cast<Call *>(data);
-    call->link->replied(call, static_cast<redisReply *>(reply));
+    Batch *batch = static_cast<Batch *>(data);
+    batch->link->replied(batch, static_cast<redisReply *>(reply));
+}
+
+void onFlush(ngx_event_t *ev) noexcept {
+    static_cast<Link *>(ev->data)->flush();
 }
 
 void onReconnectTimer(ngx_event_t *ev) noexcept {
@@ -343,20 +375,62 @@ Call *Link::send(ngx_http_rl_group_t *group) {
     }
     call->link = this;
     call->group = group;
-    call->next = nullptr;
-    if (redisAsyncCommandArgv(ac_, onReply, call,
-                              static_cast<int>(group->argc), group->argv,
-                              group->argvlen) != REDIS_OK)
-    {
-        release(call);
-        return nullptr;
+    call->rules = group->nrules;
+    queue_.push(call);
+    if (!flush_.posted) {
+        ngx_post_event(&flush_, &ngx_posted_events);
     }
     return call;
 }
 
-void Link::replied(Call *call, redisReply *reply) {
-    ngx_http_rl_group_t *group = call->group;
+/* The queued calls leave, as few script calls as the limits allow. */
+void Link::flush() {
+    while (!queue_.empty()) {
+        Call *first = queue_.take();
+        Batch *batch = freeBatches_;
+        if (batch != nullptr) {
+            freeBatches_ = batch->next;
+        } else {
+            batch = static_cast<Batch *>(ngx_alloc(sizeof(Batch), log_));
+        }
+        int argc = 0;
+        if (batch != nullptr && ac_ != nullptr) {
+            argc = argv_.build(first, evalNext_, monotonicUs(), log_);
+        }
+        if (argc > 0) {
+            batch->link = this;
+            batch->first = first;
+            if (redisAsyncCommandArgv(ac_, onReply, batch, argc,
+                                      argv_.argv(), argv_.lens()) == REDIS_OK)
+            {
+                continue;
+            }
+        }
+        /* no connection any more, or no memory: the policy, now */
+        if (batch != nullptr) {
+            batch->next = freeBatches_;
+            freeBatches_ = batch;
+        }
+        for (Call *c = first; c != nullptr;) {
+            Call *next = c->next;
+            answer(c, nullptr);
+            c = next;
+        }
+    }
+    evalNext_ = false;
+}
 
+/* Hands a call its reply (NULL: none) and frees it. */
+void Link::answer(Call *call, const redisReply *reply) {
+    ngx_http_rl_group_t *group = call->group;
+    release(call);
+    if (group != nullptr) {
+        group->call = nullptr;
+        ngx_http_rl_group_done(group, reply);
+    }
+}
+
+void Link::replied(Batch *batch, redisReply *reply) {
     if (reply != nullptr && ready_) {
         stalled_ = false;
         if (deadline_.timer_set) {
@@ -365,46 +439,44 @@ void Link::replied(Call *call, redisReply *reply) {
         recovered();
     }
 
-    if (group == nullptr) {
-        release(call); /* its request went away */
-        return;
-    }
-
-    if (reply != nullptr && !group->retried &&
-        reply->type == REDIS_REPLY_ERROR && reply->len >= 8 &&
-        ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
-    {
-        /* Redis lost the script (SCRIPT FLUSH, restart): EVAL loads it
-         * again, the request never notices. */
-        group->retried = 1;
-        size_t scriptLen;
-        group->argv[0] = "EVAL";
-        group->argvlen[0] = 4;
-        group->argv[1] = rl_script_text(&scriptLen);
-        group->argvlen[1] = scriptLen;
-        if (ac_ != nullptr &&
-            redisAsyncCommandArgv(ac_, onReply, call,
-                                  static_cast<int>(group->argc), group->argv,
-                                  group->argvlen) == REDIS_OK)
-        {
-            return;
-        }
-    }
-
-    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+    bool noScript = reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
+                    reply->len >= 8 &&
+                    ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0;
+    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR && !noScript) {
         if (!replyErrors_) {
             replyErrors_ = true;
             ngx_log_error(NGX_LOG_ERR, log_, 0,
                           "rl_zone \"%V\": redis %V replied: %s",
                           &zone_->name, &zone_->addr, reply->str);
         }
-    } else if (reply != nullptr) {
+    } else if (reply != nullptr && !noScript) {
         replyErrors_ = false;
     }
 
-    release(call);
-    group->call = nullptr;
-    ngx_http_rl_group_done(group, reply);
+    size_t at = 0;
+    redisReply slice;
+    Call *c = batch->first;
+    batch->next = freeBatches_;
+    freeBatches_ = batch;
+    while (c != nullptr) {
+        Call *next = c->next;
+        ngx_http_rl_group_t *group = c->group;
+        if (noScript && group != nullptr && !group->retried &&
+            ac_ != nullptr)
+        {
+            /* Redis lost the script (SCRIPT FLUSH, restart): the next
+             * call carries its text, the request never notices. */
+            group->retried = 1;
+            evalNext_ = true;
+            queue_.push(c);
+            if (!flush_.posted) {
+                ngx_post_event(&flush_, &ngx_posted_events);
+            }
+        } else {
+            answer(c, replyPart(reply, &at, c->rules, &slice));
+        }
+        c = next;
+    }
 }
 
 void Link::timedOut() {

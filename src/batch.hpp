@@ -1,0 +1,84 @@
+/* Batches: the requests a worker sends one zone's Redis during one turn
+ * of the event loop leave as one script call (lua/rl.lua takes several
+ * requests per call), so Redis runs EVALSHA, TIME and the script's
+ * driver once per turn instead of once per request, and nginx formats
+ * and parses one command.
+ *
+ * A request queued here keeps its own time: its block in the call says
+ * how long it waited ("-A": A us before Redis' TIME), so requests keep
+ * the spacing they arrived with.
+ */
+#pragma once
+
+#include "ngx.hpp"
+
+namespace rl {
+
+class Link;
+
+/* One request's script call, queued or in flight. Owned by the link (a
+ * free list), so a reply arriving after its request went away finds a
+ * live object whose group is NULL. */
+struct Call {
+    Link                 *link;
+    ngx_http_rl_group_t  *group;
+    Call                 *next;
+    ngx_uint_t            rules;     /* its part of the reply, once gone */
+};
+
+/* Calls sent as one script call, in order. */
+struct Batch {
+    Link   *link;
+    Call   *first;
+    Batch  *next;                    /* free list */
+};
+
+/* At most this many requests, and about this many keys, per call. */
+inline constexpr ngx_uint_t kMaxBatchRequests = 128;
+inline constexpr ngx_uint_t kMaxBatchKeys = 512;
+
+class CallQueue {
+public:
+    bool empty() const { return head_ == nullptr; }
+    void push(Call *call);
+    /* The first calls, within the limits (at least one). */
+    Call *take();
+
+private:
+    Call *head_ = nullptr;
+    Call *tail_ = nullptr;
+};
+
+/* The argument vector of one batch's call, in buffers reused from call
+ * to call (hiredis copies the arguments when the command is queued). */
+class BatchArgv {
+public:
+    ~BatchArgv();
+
+    /* Builds the call for the calls from `first` whose request is still
+     * there, with EVAL (the script's text) or EVALSHA; `nowUs` is the
+     * monotonic time it leaves at. Returns the argument count, or 0 when
+     * out of memory. */
+    int build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log);
+
+    const char **argv() const { return argv_; }
+    const size_t *lens() const { return lens_; }
+
+private:
+    bool reserve(size_t args, size_t requests, ngx_log_t *log);
+
+    const char **argv_ = nullptr;
+    size_t *lens_ = nullptr;
+    size_t cap_ = 0;
+    u_char *ages_ = nullptr;         /* "-A" of each request */
+    size_t agesCap_ = 0;
+    u_char keys_[NGX_INT_T_LEN];
+};
+
+/* The part of a batch's reply for a call of `rules` rules starting at
+ * element *at (advanced past it): a view in *slice, or `reply` itself
+ * when it is no array (an error, NULL) or too short. */
+const redisReply *replyPart(const redisReply *reply, size_t *at,
+                            ngx_uint_t rules, redisReply *slice);
+
+}  // namespace rl
