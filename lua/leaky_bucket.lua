@@ -17,8 +17,8 @@
 --          else: retry
 --   retry  ceil((level + C * w' - K * w') / n'); C > K: ceil(C * w' / n')
 --   delay  ok and D < B: ceil((level' - (D + 1) * w') / n') if positive
---   state  x = level + C * w', t = now; the key lives until the meter is
---          empty.
+--   state  x = level + C * w', t = max(t, now) (as token_bucket.lua);
+--          the key lives until the meter is empty.
 -- refund(key, then_us, ...): x -= C * w' (not below 0); the TTL shrinks
 --   by as much, the key goes once the meter is empty.
 
@@ -41,8 +41,12 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local ok, left, reset, retry, wait =
         level_figures(level, need, k * w, k, cost, n, w, burst, delay)
     if ok then
-        return true, left, reset, 0, wait, struct.pack('<dd', now, level + need),
-               reset
+        local at = now
+        if t ~= nil and t > now then
+            at = t
+        end
+        return true, left, reset, 0, wait, struct.pack('<dd', at, level + need),
+               reset + at - now
     end
     return false, left, reset, retry, 0
 end

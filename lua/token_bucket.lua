@@ -17,8 +17,9 @@
 --          else: retry
 --   retry  ceil((C * w' - tokens) / n'); C > K: ceil(C * w' / n')
 --   delay  0
---   state  x = tokens - C * w', t = now; the key lives until the bucket
---          is full.
+--   state  x = tokens - C * w', t = max(t, now) (a request decided after
+--          a later one counts as of that later time: no interval refills
+--          twice); the key lives until the bucket is full.
 -- refund(key, then_us, ...): x += C * w' (up to K * w'); the TTL
 --   shrinks by as much, the key goes once the bucket is full.
 
@@ -48,8 +49,12 @@ function M.check(key, now, limit, window, burst, cost, delay)
     end
     if tokens >= need then
         local reset = math.ceil((full - tokens + need) / n)
+        local at = now
+        if t ~= nil and t > now then
+            at = t
+        end
         return true, left, reset, 0, 0,
-               struct.pack('<dd', now, tokens - need), reset
+               struct.pack('<dd', at, tokens - need), reset + at - now
     end
     local retry = math.ceil((need - tokens) / n)
     return false, left, retry, retry, 0

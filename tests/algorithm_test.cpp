@@ -442,7 +442,22 @@ TEST(TokenBucket, ClockGoingBackwardsRefillsNothing) {
     /* one token left; going back 1 s neither adds nor breaks anything */
     expectFigures(c.take(kT0), true, 1, 200 * kMs, 0);
     EXPECT_FALSE(c.admits(kT0));
-    EXPECT_TRUE(c.admits(kT0 + 100 * kMs));
+    /* and the bucket's time stays at the later one: nothing refills
+     * until the clock is back there (a request decided late, in a batch
+     * that waited, never refills an interval twice) */
+    EXPECT_FALSE(c.admits(kT0 + 100 * kMs));
+    EXPECT_FALSE(c.admits(kT0 + kSec + 99 * kMs));
+    EXPECT_TRUE(c.admits(kT0 + kSec + 100 * kMs));
+}
+
+TEST(LeakyBucket, ClockGoingBackwardsDrainsNothingTwice) {
+    Limiter b(Algorithm::LeakyBucket, 10, kSec, 1, 1);
+    EXPECT_TRUE(b.admits(kT0 + kSec));
+    EXPECT_TRUE(b.admits(kT0)); /* a late request: no drain, level 2 */
+    EXPECT_EQ(b.s.a, kT0 + kSec);
+    EXPECT_FALSE(b.admits(kT0 + 50 * kMs));
+    EXPECT_FALSE(b.admits(kT0 + kSec + 99 * kMs));
+    EXPECT_TRUE(b.admits(kT0 + kSec + 100 * kMs));
 }
 
 TEST(TokenBucket, Refund) {

@@ -406,10 +406,13 @@ Check leakyCheck(const Params& p, const State& s, int64_t cost,
     return levelCheck(p, m, leakyLevel(m, s, now));
 }
 
+/* The meters' time never goes back: a request decided after a later
+ * one (its batch waited longer, or another host's did) counts as of
+ * that later time, so no interval drains or refills twice. */
 void leakyCommit(const Params& p, State& s, int64_t cost, int64_t now) {
     Meter m = meterOf(p, cost);
     s.b = leakyLevel(m, s, now) + m.need;
-    s.a = now;
+    s.a = std::max(s.a, now);
 }
 
 void leakyRefund(const Params& p, State& s, int64_t cost) {
@@ -511,7 +514,7 @@ Check tokenCheck(const Params& p, const State& s, int64_t cost,
 void tokenCommit(const Params& p, State& s, int64_t cost, int64_t now) {
     Meter m = meterOf(p, cost);
     s.b = tokensAt(m, s, now) - m.need;
-    s.a = now;
+    s.a = std::max(s.a, now); /* as leakyCommit */
 }
 
 void tokenRefund(const Params& p, State& s, int64_t cost) {
