@@ -14,9 +14,9 @@
 --   now     its time: "" for Redis' TIME; "-A" for TIME minus A us (the
 --           request arrived A us before its batch left nginx); else a
 --           time in us (tests; a refund sends its decision's)
---   then for each rule i, decimal: algorithm, limit N, window_us W,
---           burst B, cost C, delay D, dry run (1 or 0) (see
---           src/core/script.hpp)
+--   then for each rule i: its spec "ALG N W B D DRY" (algorithm, limit
+--           N, window_us W, burst B, delay D, dry run 1 or 0, decimal)
+--           and its cost C (see src/core/script.hpp)
 --   "refund" last: give back what each request's decision, made at its
 --           `now`, counted (another zone rejected it)
 --
@@ -55,24 +55,51 @@ local function redis_now()
     return clock
 end
 
+-- A rule's spec "ALG LIMIT WINDOW BURST DELAY DRY" parsed once per call
+-- (the requests of a batch mostly share their rules): { algorithm,
+-- limit, window, burst, delay, dry }, or an error reply.
+local SPECS = {}
+local function spec(text, i)
+    local s = SPECS[text]
+    if s ~= nil then
+        return s
+    end
+    local name, limit, window, burst, delay, dry = string.match(text,
+        '^([%w_]+) (%d+) (%d+) (%d+) (%d+) ([01])$')
+    local alg = algorithm(name)
+    if alg == nil then
+        return redis.error_reply('ERR rl: unknown algorithm '
+                                 .. tostring(name or text))
+    end
+    limit, window = tonumber(limit), tonumber(window)
+    if limit < 1 or window < 1 then
+        return redis.error_reply('ERR rl: bad arguments for rule ' .. i)
+    end
+    s = { alg, limit, window, tonumber(burst), tonumber(delay), dry == '1' }
+    SPECS[text] = s
+    return s
+end
+
+local COSTS = {}
+
 -- rule i of the block at ARGV[a]: its algorithm and numbers, or an
 -- error reply
 local function rule(a, i)
-    local b = a + 2 + 7 * (i - 1)
-    local alg = algorithm(ARGV[b])
-    if alg == nil then
-        return redis.error_reply('ERR rl: unknown algorithm '
-                                 .. tostring(ARGV[b]))
+    local b = a + 2 * i
+    local s = spec(ARGV[b] or '', i)
+    if s.err then
+        return s
     end
-    local limit, window = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
-    local burst, cost = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-    local delay = tonumber(ARGV[b + 5])
-    if not (limit and window and burst and cost and delay)
-            or limit < 1 or window < 1 or burst < 0 or cost < 0
-            or delay < 0 then
-        return redis.error_reply('ERR rl: bad arguments for rule ' .. i)
+    local text = ARGV[b + 1] or ''
+    local cost = COSTS[text]
+    if cost == nil then
+        cost = tonumber(text)
+        if cost == nil or cost < 0 then
+            return redis.error_reply('ERR rl: bad arguments for rule ' .. i)
+        end
+        COSTS[text] = cost
     end
-    return alg, limit, window, burst, cost, delay, ARGV[b + 6] == '1'
+    return s[1], s[2], s[3], s[4], cost, s[5], s[6]
 end
 
 -- the block at ARGV[a]: its rule count, time, and how much sooner than
@@ -116,7 +143,7 @@ if ARGV[last] == 'refund' then
                 return alg
             end
         end
-        a = a + 2 + 7 * n
+        a = a + 2 + 2 * n
     end
     local k = 0
     a = 1
@@ -126,7 +153,7 @@ if ARGV[last] == 'refund' then
             local alg, limit, window, burst, cost, delay = rule(a, i)
             alg.refund(KEYS[k + i], now, limit, window, burst, cost, delay)
         end
-        a = a + 2 + 7 * n
+        a = a + 2 + 2 * n
         k = k + n
     end
     return 1
@@ -190,7 +217,7 @@ while a <= last do
     end
     reply[r + 4 * n + 1] = now
     r = r + 4 * n + 2
-    a = a + 2 + 7 * n
+    a = a + 2 + 2 * n
     k = k + n
 end
 return reply

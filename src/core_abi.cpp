@@ -117,8 +117,8 @@ void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
         k[i] = {keys[i], key_lens[i]};
         const char *const *s = rule_args + i * rl::kArgsPerRule;
         const size_t *l = rule_arg_lens + i * rl::kArgsPerRule;
-        a[i] = {{s[0], l[0]}, {s[1], l[1]}, {s[2], l[2]}, {s[3], l[3]},
-                {s[4], l[4]}, {s[5], l[5]}, {s[6], l[6]}};
+        a[i] = {{s[RL_ARG_SPEC], l[RL_ARG_SPEC]},
+                {s[RL_ARG_COST], l[RL_ARG_COST]}};
     }
     rl::fillArgv(argv, argvlen, eval ? "EVAL" : "EVALSHA",
                  eval ? rl::scriptText() : rl::scriptSha(),

@@ -103,8 +103,9 @@ typedef struct {
     uint32_t                    config_crc; /* of the script arguments */
     ngx_http_rl_rule_stats_t   *stats;      /* in the metrics zone */
     char                        id[RL_RULE_ID_LEN];
-    const char                 *args[RL_ARGS_PER_RULE];
+    const char                 *args[RL_ARGS_PER_RULE]; /* enforced */
     size_t                      arg_lens[RL_ARGS_PER_RULE];
+    ngx_str_t                   dry_spec;   /* the spec of a dry run */
     u_char                     *file;       /* where it was written */
     ngx_uint_t                  line;
 } ngx_http_rl_rule_t;

@@ -688,49 +688,45 @@ ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 static char *
 ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
 {
-    u_char      *p;
-    size_t       len;
-    ngx_uint_t   i;
+    u_char      *p, *spec, *cost;
+    size_t       len, size;
+    const char  *name;
 
-    p = ngx_pnalloc(cf->pool, 5 * NGX_INT64_LEN);
+    /* "ALG LIMIT WINDOW_US BURST DELAY DRY", the script's spec of the
+     * rule (src/core/script.hpp), twice: enforced and dry run (which of
+     * the two, rl_dry_run decides per request); then the cost */
+
+    name = rl_algorithm_name((int) rule->algorithm, &len);
+    size = len + 4 * (NGX_INT64_LEN + 1) + 2;
+
+    p = ngx_pnalloc(cf->pool, 2 * size + NGX_INT64_LEN);
     if (p == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    /* dry run: per request, as rl_dry_run of the place says */
-    rule->args[6] = "0";
-    rule->arg_lens[6] = 1;
+    spec = p;
+    p = ngx_sprintf(p, "%*s %uL %uL %uL %uL 0", len, (u_char *) name,
+                    rule->limit, rule->window_us, rule->burst, rule->delay);
+    rule->args[RL_ARG_SPEC] = (char *) spec;
+    rule->arg_lens[RL_ARG_SPEC] = p - spec;
 
-    rule->args[0] = rl_algorithm_name((int) rule->algorithm, &len);
-    rule->arg_lens[0] = len;
+    rule->dry_spec.data = p;
+    p = ngx_cpymem(p, spec, p - spec);
+    p[-1] = '1';
+    rule->dry_spec.len = p - rule->dry_spec.data;
 
-    for (i = 1; i < 6; i++) {
-        uint64_t  v;
-
-        switch (i) {
-        case 1: v = rule->limit; break;
-        case 2: v = rule->window_us; break;
-        case 3: v = rule->burst; break;
-        case 4: v = rule->cost; break;
-        default: v = rule->delay; break;
-        }
-
-        rule->args[i] = (char *) p;
-        p = ngx_sprintf(p, "%uL", v);
-        rule->arg_lens[i] = (u_char *) p - (u_char *) rule->args[i];
-    }
+    cost = p;
+    p = ngx_sprintf(p, "%uL", rule->cost);
+    rule->args[RL_ARG_COST] = (char *) cost;
+    rule->arg_lens[RL_ARG_COST] = p - cost;
 
     /* what the deny cache keys on besides the state: a reload that
      * changes any of it starts afresh */
 
     ngx_crc32_init(rule->config_crc);
-
-    for (i = 0; i < 6; i++) {
-        ngx_crc32_update(&rule->config_crc, (u_char *) rule->args[i],
-                         rule->arg_lens[i]);
-        ngx_crc32_update(&rule->config_crc, (u_char *) "|", 1);
-    }
-
+    ngx_crc32_update(&rule->config_crc, spec, rule->arg_lens[RL_ARG_SPEC]);
+    ngx_crc32_update(&rule->config_crc, (u_char *) "|", 1);
+    ngx_crc32_update(&rule->config_crc, cost, rule->arg_lens[RL_ARG_COST]);
     ngx_crc32_final(rule->config_crc);
 
     return NGX_CONF_OK;

@@ -104,15 +104,18 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
             argLens[k * RL_ARGS_PER_RULE + a] = rule->arg_lens[a];
         }
         if (ngx_http_rl_dry_run(g->ctx, rule)) {
-            args[k * RL_ARGS_PER_RULE + 6] = "1";
+            args[k * RL_ARGS_PER_RULE + RL_ARG_SPEC] =
+                reinterpret_cast<char *>(rule->dry_spec.data);
+            argLens[k * RL_ARGS_PER_RULE + RL_ARG_SPEC] = rule->dry_spec.len;
         }
         if (rule->cost_cv != nullptr) {
             auto *cost = static_cast<u_char *>(ngx_pnalloc(p, NGX_INT64_LEN));
             if (cost == nullptr) {
                 return NGX_ERROR;
             }
-            args[k * RL_ARGS_PER_RULE + 4] = reinterpret_cast<char *>(cost);
-            argLens[k * RL_ARGS_PER_RULE + 4] =
+            args[k * RL_ARGS_PER_RULE + RL_ARG_COST] =
+                reinterpret_cast<char *>(cost);
+            argLens[k * RL_ARGS_PER_RULE + RL_ARG_COST] =
                 ngx_sprintf(cost, "%uL", g->ctx->costs[g->rules[k]]) - cost;
         }
     }
@@ -258,7 +261,7 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         if (ctx->outcomes[g->rules[k]].retry_ms > 0) {
             /* a dry-run rule that did not count it: nothing to give */
-            size_t cost = i + 1 + k * RL_ARGS_PER_RULE + 4;
+            size_t cost = i + 1 + k * RL_ARGS_PER_RULE + RL_ARG_COST;
             argv[cost] = "0";
             argvlen[cost] = 1;
         }

@@ -18,7 +18,9 @@ extern "C" {
 
 #define RL_RULE_ID_LEN      16
 #define RL_SHA_LEN          40
-#define RL_ARGS_PER_RULE    7
+#define RL_ARGS_PER_RULE    2     /* its spec, its cost */
+#define RL_ARG_SPEC         0
+#define RL_ARG_COST         1
 #define RL_MAX_RULES        64
 
 typedef struct {

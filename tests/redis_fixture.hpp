@@ -273,6 +273,13 @@ protected:
         return commandArgv(ptrs, lens);
     }
 
+    /* A rule's spec, as the module makes it (src/core/script.hpp). */
+    static std::string specOf(const Rule& r) {
+        return r.algorithm + " " + std::to_string(r.limit) + " " +
+               std::to_string(r.windowUs) + " " + std::to_string(r.burst) +
+               " " + std::to_string(r.delay) + (r.dryRun ? " 1" : " 0");
+    }
+
     /* The argument vector of one call, as strings. */
     static std::vector<std::string> argvOf(const std::vector<Rule>& rules,
                                            uint64_t nowUs, bool sha,
@@ -281,18 +288,16 @@ protected:
         std::string count = std::to_string(n);
         std::string now = nowUs == 0 ? "" : std::to_string(nowUs);
         std::vector<std::string> text;
-        text.reserve(5 * n);
+        text.reserve(2 * n);
         std::vector<std::string_view> keys;
         std::vector<rl::RuleArgs> args;
         for (const Rule& r : rules) {
             keys.push_back(r.key);
-            size_t at = text.size();
-            for (uint64_t v : {r.limit, r.windowUs, r.burst, r.cost, r.delay}) {
-                text.push_back(std::to_string(v));
-            }
-            args.push_back({r.algorithm, text[at], text[at + 1], text[at + 2],
-                            text[at + 3], text[at + 4],
-                            r.dryRun ? "1" : "0"});
+            text.push_back(specOf(r));
+            text.push_back(std::to_string(r.cost));
+        }
+        for (size_t i = 0; i < n; i++) {
+            args.push_back({text[2 * i], text[2 * i + 1]});
         }
         std::vector<const char*> argv(rl::argvCount(n, refund));
         std::vector<size_t> lens(rl::argvCount(n, refund));

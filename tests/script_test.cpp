@@ -113,15 +113,15 @@ TEST(Script, ShaIsSha1OfTheText) {
 }
 
 TEST(Script, ArgvCount) {
-    EXPECT_EQ(rl::kArgsPerRule, 7u);
-    EXPECT_EQ(rl::argvCount(1), 13u);
-    EXPECT_EQ(rl::argvCount(3), 29u);
-    EXPECT_EQ(rl::argvCount(1, false), 13u);
-    EXPECT_EQ(rl::argvCount(1, true), 14u);
-    EXPECT_EQ(rl::argvCount(3, true), 30u);
+    EXPECT_EQ(rl::kArgsPerRule, 2u);
+    EXPECT_EQ(rl::argvCount(1), 8u);
+    EXPECT_EQ(rl::argvCount(3), 14u);
+    EXPECT_EQ(rl::argvCount(1, false), 8u);
+    EXPECT_EQ(rl::argvCount(1, true), 9u);
+    EXPECT_EQ(rl::argvCount(3, true), 15u);
     EXPECT_EQ(rl::argvCount(rl::kMaxRulesPerCall),
-              5 + 8 * rl::kMaxRulesPerCall);
-    static_assert(rl::argvCount(2) == 21, "usable at compile time");
+              5 + 3 * rl::kMaxRulesPerCall);
+    static_assert(rl::argvCount(2) == 11, "usable at compile time");
 }
 
 TEST(Script, NowIndex) {
@@ -132,21 +132,20 @@ TEST(Script, NowIndex) {
 }
 
 const std::string_view kOneKey[] = {"rl:{10.0.0.1}:0123456789abcdef"};
-const rl::RuleArgs kOneRule[] = {
-    {"fixed_window", "10", "1000000", "0", "1", "0", "0"}};
+const rl::RuleArgs kOneRule[] = {{"fixed_window 10 1000000 0 0 0", "1"}};
 
 const std::string_view kThreeKeys[] = {"k:{a}:1111111111111111",
                                        "k:{a}:2222222222222222",
                                        "k:{a}:3333333333333333"};
 const rl::RuleArgs kThreeRules[] = {
-    {"fixed_window", "10", "1000000", "0", "1", "0", "0"},
-    {"gcra", "100", "60000000", "5", "2", "3", "1"},
-    {"token_bucket", "1000", "86400000000", "1000", "1", "0", "0"}};
+    {"fixed_window 10 1000000 0 0 0", "1"},
+    {"gcra 100 60000000 5 3 1", "2"},
+    {"token_bucket 1000 86400000000 1000 0 0", "1"}};
 
 std::vector<std::string> threeRuleTail() {
-    return {"fixed_window", "10", "1000000", "0", "1", "0", "0",
-            "gcra", "100", "60000000", "5", "2", "3", "1",
-            "token_bucket", "1000", "86400000000", "1000", "1", "0", "0"};
+    return {"fixed_window 10 1000000 0 0 0", "1",
+            "gcra 100 60000000 5 3 1", "2",
+            "token_bucket 1000 86400000000 1000 0 0", "1"};
 }
 
 TEST(Script, OneRuleEvalsha) {
@@ -156,7 +155,7 @@ TEST(Script, OneRuleEvalsha) {
     std::vector<std::string> expect = {
         "EVALSHA", std::string(rl::scriptSha()), "1",
         "rl:{10.0.0.1}:0123456789abcdef", "1", "",
-        "fixed_window", "10", "1000000", "0", "1", "0", "0"};
+        "fixed_window 10 1000000 0 0 0", "1"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
 }
@@ -168,7 +167,7 @@ TEST(Script, OneRuleEval) {
     std::vector<std::string> expect = {
         "EVAL", std::string(rl::scriptText()), "1",
         "rl:{10.0.0.1}:0123456789abcdef", "1", "",
-        "fixed_window", "10", "1000000", "0", "1", "0", "0"};
+        "fixed_window 10 1000000 0 0 0", "1"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
 }
@@ -211,7 +210,7 @@ TEST(Script, OneRuleRefund) {
     std::vector<std::string> expect = {
         "EVALSHA", std::string(rl::scriptSha()), "1",
         "rl:{10.0.0.1}:0123456789abcdef", "1", "1700000000123456",
-        "fixed_window", "10", "1000000", "0", "1", "0", "0", "refund"};
+        "fixed_window 10 1000000 0 0 0", "1", "refund"};
     EXPECT_EQ(a.strings(), expect);
     a.expectGuardIntact();
 }
@@ -238,7 +237,7 @@ TEST(Script, DecisionWithATime) {
     rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
                  "1", kOneKey, kOneRule, 1, "1700000000000000");
     EXPECT_EQ(a.strings()[rl::argvNowIndex(1)], "1700000000000000");
-    EXPECT_EQ(a.strings().back(), "0"); /* the delay, not "refund" */
+    EXPECT_EQ(a.strings().back(), "1"); /* the cost, not "refund" */
     a.expectGuardIntact();
 }
 
@@ -257,8 +256,8 @@ TEST(Script, BinaryKeysKeepTheirLength) {
  * argument, but still a valid pointer for hiredis. */
 TEST(Script, NowIsEmptyByDefault) {
     std::string_view keys[] = {"a", "b"};
-    rl::RuleArgs rules[] = {{"fixed_window", "1", "1000", "0", "1", "0", "0"},
-                            {"fixed_window", "2", "2000", "0", "1", "0", "0"}};
+    rl::RuleArgs rules[] = {{"fixed_window 1 1000 0 0 0", "1"},
+                            {"fixed_window 2 2000 0 0 0", "1"}};
     Argv a(2);
     rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
                  "2", keys, rules, 2);

@@ -38,13 +38,8 @@ void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
     put(count);
     put(now.data() != nullptr ? now : std::string_view("", 0));
     for (size_t k = 0; k < n; k++) {
-        put(rules[k].algorithm);
-        put(rules[k].limit);
-        put(rules[k].windowUs);
-        put(rules[k].burst);
+        put(rules[k].spec);
         put(rules[k].cost);
-        put(rules[k].delay);
-        put(rules[k].dryRun);
     }
     if (refund) {
         put("refund");

@@ -1,14 +1,21 @@
 /* The Redis script (lua/, embedded at build time) and the argument
  * vector of one EVALSHA call deciding several rules of one zone:
  *
- *   EVALSHA sha n key_1..key_n  n now  alg_1 limit_1 window_1 burst_1
- *           cost_1 delay_1 dry_1 ... alg_n ... dry_n  [refund]
+ *   EVALSHA sha n key_1..key_n  n now  spec_1 cost_1 ... spec_n cost_n
+ *           [refund]
  *
- * All decimal text: window in microseconds; burst the effective one
- * (token_bucket: capacity, default N; leaky_bucket, gcra: excess
- * tolerated, default 0; others 0); delay for leaky_bucket and gcra (the
- * excess passed at once; nodelay: delay = burst), 0 for others; dry 1
- * for a dry-run rule (never rejects, never delays), else 0.
+ * A spec is "ALG LIMIT WINDOW BURST DELAY DRY", decimal, one space
+ * apart, made once per rule at configuration (the script parses each
+ * distinct spec once per call): window in microseconds; burst the
+ * effective one (token_bucket: capacity, default N; leaky_bucket, gcra:
+ * excess tolerated, default 0; others 0); delay for leaky_bucket and
+ * gcra (the excess passed at once; nodelay: delay = burst), 0 for
+ * others; dry 1 for a dry-run rule (never rejects, never delays), else
+ * 0. The cost is decimal too.
+ *
+ * A batch (src/batch.cpp) is several requests' keys, then their blocks
+ * "n now spec cost ..." one after the other, "now" being "-A" for a
+ * request that waited A us.
  *
  * To decide, `now` is empty (the script reads Redis' TIME; tests may pass
  * one). To refund a decision (another zone rejected the request), `now`
@@ -27,16 +34,11 @@ std::string_view scriptSha();
 
 /* Per-rule constant arguments, as text (precomputed at configuration). */
 struct RuleArgs {
-    std::string_view algorithm;
-    std::string_view limit;
-    std::string_view windowUs;
-    std::string_view burst;
+    std::string_view spec;  /* "ALG LIMIT WINDOW BURST DELAY DRY" */
     std::string_view cost;
-    std::string_view delay;
-    std::string_view dryRun;  /* "1": dry run, "0": enforced */
 };
 
-inline constexpr size_t kArgsPerRule = 7;
+inline constexpr size_t kArgsPerRule = 2;
 inline constexpr size_t kMaxRulesPerCall = 64;
 
 constexpr size_t argvCount(size_t rules, bool refund = false) {
