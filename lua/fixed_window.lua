@@ -12,7 +12,8 @@
 --   reset  us until the window ends
 --   retry  0 if ok, else until the window ends
 --   delay  0
---   state  c + C; the key expires with the window.
+--   state  c + C; the key expires with the window (its TTL, false: the
+--          one it has, set by the window's first write, ends there).
 -- refund(key, then_us, ...): c -= C (not below 0) if the window of
 --   then_us is still the stored one.
 
@@ -23,8 +24,10 @@ local M = {}
 function M.check(key, now, limit, window, burst, cost, delay)
     local w = math.floor(now / window)
     local hw, count = get2(key)
+    local ttl
     if hw ~= nil and hw >= w then
         w = hw
+        ttl = false     -- the key already ends with window w
     else
         count = 0
     end
@@ -32,7 +35,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local left = math.max(limit - count, 0)
     if count + cost <= limit then
         return true, left, reset, 0, 0, struct.pack('<dd', w, count + cost),
-               reset
+               ttl ~= false and reset
     end
     return false, left, reset, reset, 0
 end

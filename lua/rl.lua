@@ -205,12 +205,17 @@ while a <= last do
             local cost = pending[4 * i]
             reply[j] = math.max(reply[j] - cost, 0)
             if cost > 0 then
-                local ttl = math.max(pending[4 * i - 2] - age, 1)
+                local ttl = pending[4 * i - 2]
                 local alg = pending[4 * i - 1]
                 if alg.commit then
-                    alg.commit(KEYS[k + i], v, ttl)
+                    alg.commit(KEYS[k + i], v, math.max(ttl - age, 1))
+                elseif ttl then
+                    redis.call('SET', KEYS[k + i], v, 'PX',
+                               px(math.max(ttl - age, 1)))
                 else
-                    redis.call('SET', KEYS[k + i], v, 'PX', px(ttl))
+                    -- the key ends when it should already (half the cost
+                    -- of setting a TTL)
+                    redis.call('SET', KEYS[k + i], v, 'KEEPTTL')
                 end
             end
         end

@@ -16,7 +16,8 @@
 --   retry  0 if ok, else until this request's cost would fit
 --   delay  0
 --   state  the request counted in window w; the key lives until window
---          w + 1 ends, when its count no longer weighs anything.
+--          w + 1 ends, when its count no longer weighs anything (its TTL,
+--          false when the key is window w's already: it ends there).
 -- refund(key, then_us, ...): uncount a request counted at then_us, in
 --   the current or the previous window.
 
@@ -70,8 +71,9 @@ function M.check(key, now, limit, window, burst, cost, delay)
         elseif prev > 0 then
             reset = window - elapsed + back
         end
+        -- a key of window w already ends with window w + 1
         return true, left, reset, 0, 0,
-               struct.pack('<ddd', w, cur + cost, prev), whole
+               struct.pack('<ddd', w, cur + cost, prev), hw ~= w and whole
     end
     local reset = 0
     if cur > 0 then

@@ -48,6 +48,9 @@ std::string wrapperText() {
            "            ttl[key] = ms\n"
            "            return real.call('SET', key, v)\n"
            "        end\n"
+           "        if cmd == 'SET' and opt == 'KEEPTTL' then\n"
+           "            ttl[key] = -2\n"
+           "        end\n"
            "        return real.call(cmd, key, ...)\n"
            "    end }, { __index = real })\n"
            "local before = {}\n"
@@ -75,6 +78,7 @@ struct Twin {
     rl::Params p;
     rl::State s{};
     std::vector<int64_t> log;
+    int64_t ttlIdle = 0;  /* where the TTL the script set last ends */
 };
 
 Twin twin(std::string_view value, Algorithm a, uint64_t limit,
@@ -206,10 +210,18 @@ protected:
             }
             int64_t idle = rl::idleAtUs(rules[i].p, rules[i].s,
                                         rules[i].log.data(), now);
-            /* until idle, in ms rounded up, plus 1 (see lua/rl.lua) */
+            /* until idle, in ms rounded up, plus 1 (see lua/rl.lua); or
+             * the TTL set before (KEEPTTL, -2) if that ends there too */
             EXPECT_GT(idle, now) << where << ": " << name(rules[i]);
-            EXPECT_EQ(ttl->integer, rl::msCeil(idle - now) + 1)
-                << where << ": " << name(rules[i]) << " idle at " << idle;
+            if (ttl->integer == -2) {
+                EXPECT_EQ(idle, rules[i].ttlIdle)
+                    << where << ": " << name(rules[i]) << " kept a TTL";
+            } else {
+                EXPECT_EQ(ttl->integer, rl::msCeil(idle - now) + 1)
+                    << where << ": " << name(rules[i]) << " idle at "
+                    << idle;
+                rules[i].ttlIdle = idle;
+            }
             EXPECT_GT(after->len, 0u) << where << ": " << name(rules[i]);
         }
         if (!same || HasFailure()) {
