@@ -105,7 +105,7 @@ end
 -- the block at ARGV[a]: its rule count, time, and how much sooner than
 -- Redis' clock that time is (0 for a given time), or nil
 local function block(a)
-    local n = tonumber(ARGV[a])
+    local n = COSTS[ARGV[a]] or tonumber(ARGV[a])
     local at = ARGV[a + 1]
     if n == nil or n < 1 or at == nil then
         return nil
@@ -113,18 +113,29 @@ local function block(a)
     if at == '' then
         return n, redis_now(), 0
     end
-    if string.byte(at) == 45 then       -- '-'
-        local age = tonumber(string.sub(at, 2))
-        if age == nil then
-            return nil
-        end
-        return n, redis_now() - age, age
-    end
-    local now = tonumber(at)
-    if now == nil then
+    local t = tonumber(at)
+    if t == nil then
         return nil
     end
-    return n, now, 0
+    if t < 0 then                       -- "-A": A us before Redis' TIME
+        return n, redis_now() + t, -t
+    end
+    return n, t, 0
+end
+
+-- counts an admitted request in a rule: v as check() made it, with a
+-- TTL of ttl us (false: the one the key has), the request being age us
+-- older than Redis' clock
+local function write(key, alg, v, ttl, age)
+    if alg.commit then
+        alg.commit(key, v, math.max(ttl - age, 1))
+    elseif ttl then
+        redis.call('SET', key, v, 'PX', px(math.max(ttl - age, 1)))
+    else
+        -- the key ends when it should already (half the cost of setting
+        -- a TTL)
+        redis.call('SET', key, v, 'KEEPTTL')
+    end
 end
 
 local last = #ARGV
@@ -170,52 +181,69 @@ while a <= last do
     if n == nil then
         return redis.error_reply('ERR rl: bad request block')
     end
-    reply[r] = 1
-    for i = 1, n do
-        local alg, limit, window, burst, cost, delay, dry = rule(a, i)
+    if n == 1 then
+        -- one rule (the usual request): decided and counted at once
+        local alg, limit, window, burst, cost, delay, dry = rule(a, 1)
         if type(alg) ~= 'table' or alg.check == nil then
             return alg
         end
+        local key = KEYS[k + 1]
         local ok, left, reset, retry, wait, v, ttl =
-            alg.check(KEYS[k + i], now, limit, window, burst, cost, delay)
-        if not ok and not dry then
-            reply[r] = 0
-        end
-        local j = r + 4 * i - 3
-        reply[j] = left
-        reply[j + 1] = reset
-        reply[j + 2] = retry
-        if dry then
-            reply[j + 3] = 0
-        else
-            reply[j + 3] = wait
-        end
-        pending[4 * i - 3] = ok and v
-        pending[4 * i - 2] = ttl
-        pending[4 * i - 1] = alg
-        pending[4 * i] = cost
-    end
-
-    for i = 1, n do
-        local j = r + 4 * i - 3
-        local v = pending[4 * i - 3]
-        if reply[r] == 0 then
-            reply[j + 3] = 0            -- nothing counted, nothing delayed
-        elseif v then
-            local cost = pending[4 * i]
-            reply[j] = math.max(reply[j] - cost, 0)
+            alg.check(key, now, limit, window, burst, cost, delay)
+        reply[r + 2] = reset
+        reply[r + 3] = retry
+        reply[r + 4] = 0
+        if ok then
+            reply[r] = 1
+            reply[r + 1] = math.max(left - cost, 0)
+            if not dry then
+                reply[r + 4] = wait
+            end
             if cost > 0 then
-                local ttl = pending[4 * i - 2]
-                local alg = pending[4 * i - 1]
-                if alg.commit then
-                    alg.commit(KEYS[k + i], v, math.max(ttl - age, 1))
-                elseif ttl then
-                    redis.call('SET', KEYS[k + i], v, 'PX',
-                               px(math.max(ttl - age, 1)))
-                else
-                    -- the key ends when it should already (half the cost
-                    -- of setting a TTL)
-                    redis.call('SET', KEYS[k + i], v, 'KEEPTTL')
+                write(key, alg, v, ttl, age)
+            end
+        else
+            reply[r] = dry and 1 or 0
+            reply[r + 1] = left
+        end
+    else
+        reply[r] = 1
+        for i = 1, n do
+            local alg, limit, window, burst, cost, delay, dry = rule(a, i)
+            if type(alg) ~= 'table' or alg.check == nil then
+                return alg
+            end
+            local ok, left, reset, retry, wait, v, ttl =
+                alg.check(KEYS[k + i], now, limit, window, burst, cost,
+                          delay)
+            if not ok and not dry then
+                reply[r] = 0
+            end
+            local j = r + 4 * i - 3
+            reply[j] = left
+            reply[j + 1] = reset
+            reply[j + 2] = retry
+            if dry then
+                reply[j + 3] = 0
+            else
+                reply[j + 3] = wait
+            end
+            pending[4 * i - 3] = ok and v
+            pending[4 * i - 2] = ttl
+            pending[4 * i - 1] = alg
+            pending[4 * i] = cost
+        end
+
+        for i = 1, n do
+            local j = r + 4 * i - 3
+            if reply[r] == 0 then
+                reply[j + 3] = 0        -- nothing counted, nothing delayed
+            elseif pending[4 * i - 3] then
+                local cost = pending[4 * i]
+                reply[j] = math.max(reply[j] - cost, 0)
+                if cost > 0 then
+                    write(KEYS[k + i], pending[4 * i - 1],
+                          pending[4 * i - 3], pending[4 * i - 2], age)
                 end
             end
         end
