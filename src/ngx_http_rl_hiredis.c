@@ -3,6 +3,11 @@
  * hiredis reads at most 16 KiB per redisAsyncHandleRead call, and with
  * edge-triggered epoll the rest of a pipelined burst would wait for the
  * next packet.
+ *
+ * Writes: on a connected context, commands queued during a turn of the
+ * loop are written when its posted events run (the write event is
+ * posted, not registered), in the same turn and with no epoll_ctl; only
+ * a write the socket cannot take at once waits for epoll.
  */
 
 #include <ngx_config.h>
@@ -25,6 +30,11 @@ static void ngx_http_rl_hiredis_del_read(void *privdata);
 static void ngx_http_rl_hiredis_add_write(void *privdata);
 static void ngx_http_rl_hiredis_del_write(void *privdata);
 static void ngx_http_rl_hiredis_cleanup(void *privdata);
+
+
+/* inside redisAsyncHandleWrite: hiredis asks to write again only when
+ * the socket took less than it had */
+static ngx_uint_t  ngx_http_rl_hiredis_writing;
 
 
 ngx_int_t
@@ -86,7 +96,11 @@ ngx_http_rl_hiredis_write(ngx_event_t *ev)
     ngx_connection_t              *c = ev->data;
     ngx_http_rl_hiredis_events_t  *e = c->data;
 
+    /* may free the context, and e with it: nothing after this call
+     * touches e */
+    ngx_http_rl_hiredis_writing = 1;
     redisAsyncHandleWrite(e->ac);
+    ngx_http_rl_hiredis_writing = 0;
 }
 
 
@@ -116,11 +130,20 @@ static void
 ngx_http_rl_hiredis_add_write(void *privdata)
 {
     ngx_http_rl_hiredis_events_t  *e = privdata;
+    ngx_event_t                   *wev = e->conn->write;
 
-    if (!e->conn->write->active) {
-        (void) ngx_add_event(e->conn->write, NGX_WRITE_EVENT,
-                             NGX_LEVEL_EVENT);
+    if (wev->active) {
+        return;
     }
+
+    if ((e->ac->c.flags & REDIS_CONNECTED) && !ngx_http_rl_hiredis_writing) {
+        ngx_post_event(wev, &ngx_posted_events);
+        return;
+    }
+
+    /* connecting (hiredis learns of it by writability), or the socket
+     * is full */
+    (void) ngx_add_event(wev, NGX_WRITE_EVENT, NGX_LEVEL_EVENT);
 }
 
 
@@ -128,6 +151,10 @@ static void
 ngx_http_rl_hiredis_del_write(void *privdata)
 {
     ngx_http_rl_hiredis_events_t  *e = privdata;
+
+    if (e->conn->write->posted) {
+        ngx_delete_posted_event(e->conn->write);
+    }
 
     if (e->conn->write->active) {
         (void) ngx_del_event(e->conn->write, NGX_WRITE_EVENT, 0);
