@@ -40,13 +40,14 @@ Call *CallQueue::take() {
     return first;
 }
 
-BatchArgv::~BatchArgv() {
+BatchCommand::~BatchCommand() {
     ngx_free(argv_);
     ngx_free(lens_);
     ngx_free(ages_);
+    ngx_free(buf_);
 }
 
-bool BatchArgv::reserve(size_t args, size_t requests, ngx_log_t *log) {
+bool BatchCommand::reserve(size_t args, size_t requests, ngx_log_t *log) {
     if (args > cap_) {
         size_t cap = args < 256 ? 256 : args * 2;
         auto **argv = static_cast<const char **>(
@@ -76,7 +77,8 @@ bool BatchArgv::reserve(size_t args, size_t requests, ngx_log_t *log) {
     return true;
 }
 
-int BatchArgv::build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log) {
+size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
+                           ngx_log_t *log) {
     /* each request brings its keys and its block: argc - 3 arguments */
     size_t args = 3;
     size_t requests = 0;
@@ -142,7 +144,54 @@ int BatchArgv::build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log) {
         ngx_memcpy(&lens_[i], &g->argvlen[now + 1], rest * sizeof(size_t));
         i += rest;
     }
-    return static_cast<int>(i);
+    return encode(i, log);
+}
+
+namespace {
+
+u_char *decimal(u_char *p, size_t v) {
+    u_char digits[NGX_INT64_LEN];
+    u_char *d = digits + sizeof(digits);
+    do {
+        *--d = static_cast<u_char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    return ngx_cpymem(p, d, digits + sizeof(digits) - d);
+}
+
+}  // namespace
+
+/* "*argc\r\n" then "$len\r\n" arg "\r\n" for each argument */
+size_t BatchCommand::encode(size_t argc, ngx_log_t *log) {
+    size_t size = 1 + NGX_INT64_LEN + 2;
+    for (size_t i = 0; i < argc; i++) {
+        size += 1 + NGX_INT64_LEN + 2 + lens_[i] + 2;
+    }
+    if (size > bufCap_) {
+        size_t cap = size < 4096 ? 4096 : size * 2;
+        auto *buf = static_cast<u_char *>(ngx_alloc(cap, log));
+        if (buf == nullptr) {
+            return 0;
+        }
+        ngx_free(buf_);
+        buf_ = buf;
+        bufCap_ = cap;
+    }
+    u_char *p = buf_;
+    *p++ = '*';
+    p = decimal(p, argc);
+    *p++ = '\r';
+    *p++ = '\n';
+    for (size_t i = 0; i < argc; i++) {
+        *p++ = '$';
+        p = decimal(p, lens_[i]);
+        *p++ = '\r';
+        *p++ = '\n';
+        p = ngx_cpymem(p, argv_[i], lens_[i]);
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    return static_cast<size_t>(p - buf_);
 }
 
 const redisReply *replyPart(const redisReply *reply, size_t *at,

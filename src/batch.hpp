@@ -49,29 +49,33 @@ private:
     Call *tail_ = nullptr;
 };
 
-/* The argument vector of one batch's call, in buffers reused from call
- * to call (hiredis copies the arguments when the command is queued). */
-class BatchArgv {
+/* One batch's call as the bytes Redis reads (RESP), in buffers reused
+ * from call to call (hiredis copies the command when it is queued):
+ * formatting it here, with no printf, costs a third of what hiredis'
+ * own formatting of the arguments did. */
+class BatchCommand {
 public:
-    ~BatchArgv();
+    ~BatchCommand();
 
     /* Builds the call for the calls from `first` whose request is still
      * there, with EVAL (the script's text) or EVALSHA; `nowUs` is the
-     * monotonic time it leaves at. Returns the argument count, or 0 when
-     * out of memory. */
-    int build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log);
+     * monotonic time it leaves at. Returns its length, or 0 when out of
+     * memory or when no request is left. */
+    size_t build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log);
 
-    const char **argv() const { return argv_; }
-    const size_t *lens() const { return lens_; }
+    const char *data() const { return reinterpret_cast<char *>(buf_); }
 
 private:
     bool reserve(size_t args, size_t requests, ngx_log_t *log);
+    size_t encode(size_t argc, ngx_log_t *log);
 
     const char **argv_ = nullptr;
     size_t *lens_ = nullptr;
     size_t cap_ = 0;
     u_char *ages_ = nullptr;         /* "-A" of each request */
     size_t agesCap_ = 0;
+    u_char *buf_ = nullptr;          /* the command */
+    size_t bufCap_ = 0;
     u_char keys_[NGX_INT_T_LEN];
 };
 

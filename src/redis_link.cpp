@@ -126,7 +126,7 @@ private:
     ngx_event_t flush_;         /* posted while calls are queued */
     ngx_msec_t backoff_ = kFirstBackoff;
     CallQueue queue_;
-    BatchArgv argv_;
+    BatchCommand command_;
     Call *free_ = nullptr;
     Batch *freeBatches_ = nullptr;
     bool evalNext_ = false;     /* Redis lost the script: send its text */
@@ -393,15 +393,15 @@ void Link::flush() {
         } else {
             batch = static_cast<Batch *>(ngx_alloc(sizeof(Batch), log_));
         }
-        int argc = 0;
+        size_t len = 0;
         if (batch != nullptr && ac_ != nullptr) {
-            argc = argv_.build(first, evalNext_, monotonicUs(), log_);
+            len = command_.build(first, evalNext_, monotonicUs(), log_);
         }
-        if (argc > 0) {
+        if (len > 0) {
             batch->link = this;
             batch->first = first;
-            if (redisAsyncCommandArgv(ac_, onReply, batch, argc,
-                                      argv_.argv(), argv_.lens()) == REDIS_OK)
+            if (redisAsyncFormattedCommand(ac_, onReply, batch,
+                                           command_.data(), len) == REDIS_OK)
             {
                 continue;
             }
