@@ -20,9 +20,9 @@
 --   "refund" last: give back what each request's decision, made at its
 --           `now`, counted (another zone rejected it)
 --
--- Reply (decide): for each request: allowed (1 or 0), then for each of
---          its rules: remaining, reset_us, retry_us, delay_us; then the
---          time used, in us
+-- Reply (decide): one string of little-endian doubles: for each request:
+--          allowed (1 or 0), then for each of its rules: remaining,
+--          reset_us, retry_us, delay_us; then the time used, in us
 --   remaining  what the rule still admits after this request (counted
 --              only if the request is admitted)
 --   reset_us   until the rule is whole again (or frees capacity if full)
@@ -253,4 +253,13 @@ while a <= last do
     a = a + 2 + 2 * n
     k = k + n
 end
-return reply
+
+-- one string of little-endian doubles: hiredis makes one object of it,
+-- where an array of integers would be one per figure
+local parts = {}
+for i = 1, #reply, 512 do
+    local j = math.min(i + 511, #reply)
+    parts[#parts + 1] = struct.pack('<' .. string.rep('d', j - i + 1),
+                                    unpack(reply, i, j))
+end
+return table.concat(parts)

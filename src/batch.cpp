@@ -196,19 +196,21 @@ size_t BatchCommand::encode(size_t argc, ngx_log_t *log) {
 
 const redisReply *replyPart(const redisReply *reply, size_t *at,
                             ngx_uint_t rules, redisReply *slice) {
-    if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) {
+    if (reply == nullptr || reply->type != REDIS_REPLY_STRING ||
+        reply->str == nullptr)
+    {
         return reply;
     }
-    size_t len = replyLength(rules);
+    size_t len = replyBytes(rules);
     size_t from = *at;
     *at += len;
-    if (from + len > reply->elements) {
+    if (from + len > reply->len) {
         return reply;  /* too short: decodes as malformed */
     }
     ngx_memzero(slice, sizeof(redisReply));
-    slice->type = REDIS_REPLY_ARRAY;
-    slice->elements = len;
-    slice->element = reply->element + from;
+    slice->type = REDIS_REPLY_STRING;
+    slice->len = len;
+    slice->str = reply->str + from;
     return slice;
 }
 

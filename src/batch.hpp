@@ -80,8 +80,8 @@ private:
 };
 
 /* The part of a batch's reply for a call of `rules` rules starting at
- * element *at (advanced past it): a view in *slice, or `reply` itself
- * when it is no array (an error, NULL) or too short. */
+ * byte *at (advanced past it): a view in *slice, or `reply` itself when
+ * it is no string (an error, NULL) or too short. */
 const redisReply *replyPart(const redisReply *reply, size_t *at,
                             ngx_uint_t rules, redisReply *slice);
 

@@ -111,18 +111,11 @@ void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
                   const size_t *key_lens, const char *const *rule_args,
                   const size_t *rule_arg_lens, size_t rules,
                   const char *now, size_t now_len) noexcept {
-    std::string_view k[rl::kMaxRulesPerCall];
-    rl::RuleArgs a[rl::kMaxRulesPerCall];
-    for (size_t i = 0; i < rules && i < rl::kMaxRulesPerCall; i++) {
-        k[i] = {keys[i], key_lens[i]};
-        const char *const *s = rule_args + i * rl::kArgsPerRule;
-        const size_t *l = rule_arg_lens + i * rl::kArgsPerRule;
-        a[i] = {{s[RL_ARG_SPEC], l[RL_ARG_SPEC]},
-                {s[RL_ARG_COST], l[RL_ARG_COST]}};
-    }
+    static_assert(RL_ARG_SPEC == 0 && RL_ARG_COST == 1, "RuleArgs' order");
     rl::fillArgv(argv, argvlen, eval ? "EVAL" : "EVALSHA",
                  eval ? rl::scriptText() : rl::scriptSha(),
-                 {count, count_len}, k, a, rules,
+                 {count, count_len}, keys, key_lens, rule_args,
+                 rule_arg_lens, rules,
                  now != nullptr ? std::string_view(now, now_len)
                                 : std::string_view(),
                  now != nullptr);

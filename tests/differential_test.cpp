@@ -60,7 +60,7 @@ std::string wrapperText() {
            "local reply = (function()\n" +
            std::string(rl::scriptText()) +
            "end)()\n"
-           "if type(reply) ~= 'table' or reply.err then\n"
+           "if type(reply) == 'table' and reply.err then\n"
            "    return reply\n"
            "end\n"
            "local out = { reply }\n"
@@ -154,7 +154,7 @@ protected:
         }
         redisReply** e = all->element;
         const redisReply* reply = e[0];
-        if (reply->type != REDIS_REPLY_ARRAY) {
+        if (reply->type != REDIS_REPLY_STRING || reply->len % 8 != 0) {
             ADD_FAILURE() << where << ": script said "
                           << (reply->str != nullptr ? reply->str : "?");
             return -1;
@@ -167,9 +167,9 @@ protected:
                 << f.retryUs << " " << f.delayUs;
         }
         cpp << " | " << now;
-        for (size_t i = 0; i < reply->elements; i++) {
+        for (size_t i = 0; i < reply->len / 8; i++) {
             redis << (i % 4 == 1 && i > 0 ? " | " : " ")
-                  << reply->element[i]->integer;
+                  << static_cast<int64_t>(doubleAt(reply->str, i));
         }
         std::string a = cpp.str();
         std::string b = redis.str().substr(1);

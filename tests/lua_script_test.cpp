@@ -57,9 +57,9 @@ protected:
      * decodes it. */
     static Decision part(const redisReply* reply, size_t at, size_t rules) {
         redisReply slice{};
-        slice.type = REDIS_REPLY_ARRAY;
-        slice.elements = rl::replyLength(rules);
-        slice.element = reply->element + at;
+        slice.type = REDIS_REPLY_STRING;
+        slice.len = rl::replyBytes(rules);
+        slice.str = reply->str + at;
         Decision d;
         d.out.assign(rules, RuleOutcome{-1, -1, -1, -1, -1});
         d.status = rl::decodeReply(&slice, rules, &d.allowed, d.out.data(),
@@ -812,19 +812,19 @@ TEST_F(LuaScript, BatchDecidesInOrderEachOnItsOwnTime) {
     Rule g = gcra("10.0.0.9", 1, kSec, 0, 0); /* one per second */
     Rule f = fixed("10.0.0.9", 5, kDay);
     int64_t before = redisTimeUs();
-    ReplyPtr r = batch({{{g}, "-500000"},   /* 0.5 s ago */
-                               {{g, f}, "-1000"},  /* 1 ms ago */
-                               {{f}, ""}});        /* now */
+    ReplyPtr r = batch({{{g}, "-500000"},  /* 0.5 s ago */
+                        {{g, f}, "-1000"}, /* 1 ms ago */
+                        {{f}, ""}});       /* now */
     int64_t after = redisTimeUs();
     ASSERT_NE(r, nullptr);
-    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY)
+    ASSERT_EQ(r->type, REDIS_REPLY_STRING)
         << std::string(r->str != nullptr ? r->str : "", r->len);
-    ASSERT_EQ(r->elements,
-              rl::replyLength(1) + rl::replyLength(2) + rl::replyLength(1));
+    ASSERT_EQ(r->len,
+              rl::replyBytes(1) + rl::replyBytes(2) + rl::replyBytes(1));
 
     Decision a = part(r.get(), 0, 1);
-    Decision b = part(r.get(), rl::replyLength(1), 2);
-    Decision c = part(r.get(), rl::replyLength(1) + rl::replyLength(2), 1);
+    Decision b = part(r.get(), rl::replyBytes(1), 2);
+    Decision c = part(r.get(), rl::replyBytes(1) + rl::replyBytes(2), 1);
     for (const Decision* d : {&a, &b, &c}) {
         ASSERT_EQ(d->status, ReplyStatus::Ok);
     }

@@ -387,20 +387,28 @@ protected:
             return h;
         }
         for (size_t i = 0; i < fields.size(); i++) {
-            double d;
-            unsigned char le[8];
-            std::memcpy(le, r->str + 8 * i, 8);
-            uint64_t bits = 0;
-            for (int b = 7; b >= 0; b--) {
-                bits = bits << 8 | le[b];
-            }
-            std::memcpy(&d, &bits, 8);
             char text[32];
-            std::snprintf(text, sizeof text, "%.0f", d);
+            std::snprintf(text, sizeof text, "%.0f", doubleAt(r->str, i));
             h[fields[i]] = text;
         }
         return h;
     }
+
+public:
+    /* The i-th little-endian double of a packed string (the states and
+     * the replies of the script). */
+    static double doubleAt(const char* bytes, size_t i) {
+        const auto* b = reinterpret_cast<const unsigned char*>(bytes) + 8 * i;
+        uint64_t bits = 0;
+        for (int k = 7; k >= 0; k--) {
+            bits = bits << 8 | b[k];
+        }
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        return d;
+    }
+
+protected:
 
     long long integerCommand(const std::vector<std::string>& args) {
         ReplyPtr r = command(args);

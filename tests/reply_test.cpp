@@ -1,6 +1,6 @@
-/* Decoding the script's reply:
- *   { allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
- *     delay_us_n, now_us }
+/* Decoding the script's reply, one string of little-endian doubles:
+ *   allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
+ *     delay_us_n, now_us
  * from hiredis replies built by hand; times leave in milliseconds,
  * rounded up. */
 
@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
@@ -53,6 +55,27 @@ public:
         r->elements = arrays_.back().size();
         r->element = arrays_.back().empty() ? nullptr : arrays_.back().data();
         return r;
+    }
+
+    /* The script's reply: the figures packed as little-endian doubles. */
+    redisReply* figures(std::initializer_list<long long> values) {
+        std::vector<double> d;
+        for (long long v : values) {
+            d.push_back(static_cast<double>(v));
+        }
+        return doubles(d);
+    }
+
+    redisReply* doubles(const std::vector<double>& values) {
+        std::string bytes;
+        for (double v : values) {
+            uint64_t bits;
+            std::memcpy(&bits, &v, sizeof bits);
+            for (int k = 0; k < 8; k++) {
+                bytes.push_back(static_cast<char>(bits >> (8 * k)));
+            }
+        }
+        return text(REDIS_REPLY_STRING, bytes);
     }
 
     redisReply* integers(std::initializer_list<long long> values) {
@@ -127,7 +150,7 @@ void expectOutcome(const RuleOutcome& o, int64_t remaining, int64_t reset,
 
 TEST_F(Reply, AllowedOneRule) {
     allowed_ = false;
-    ASSERT_EQ(decode(r_.integers({1, 9, 1000000, 0, 0, kNow}), 1),
+    ASSERT_EQ(decode(r_.figures({1, 9, 1000000, 0, 0, kNow}), 1),
               ReplyStatus::Ok);
     EXPECT_TRUE(allowed_);
     expectOutcome(out_[0], 9, 1000, 0);
@@ -136,7 +159,7 @@ TEST_F(Reply, AllowedOneRule) {
 
 TEST_F(Reply, AllowedThreeRules) {
     allowed_ = false;
-    ASSERT_EQ(decode(r_.integers({1, 9, 1000000, 0, 0, 0, 60000000, 0, 0,
+    ASSERT_EQ(decode(r_.figures({1, 9, 1000000, 0, 0, 0, 60000000, 0, 0,
                                   99, 1000, 0, 0, kNow}),
                      3),
               ReplyStatus::Ok);
@@ -149,7 +172,7 @@ TEST_F(Reply, AllowedThreeRules) {
 
 TEST_F(Reply, RejectedByOneOfTwoRules) {
     allowed_ = true;
-    ASSERT_EQ(decode(r_.integers({0, 4, 700000, 0, 0, 0, 59000000, 1500000,
+    ASSERT_EQ(decode(r_.figures({0, 4, 700000, 0, 0, 0, 59000000, 1500000,
                                   0, kNow}),
                      2),
               ReplyStatus::Ok);
@@ -162,16 +185,16 @@ TEST_F(Reply, RejectedByOneOfTwoRules) {
 /* Microseconds become milliseconds rounded up: a retry of 1 us is 1 ms,
  * never 0 (which would read as "admitted"). */
 TEST_F(Reply, MicrosecondsRoundUpToMilliseconds) {
-    ASSERT_EQ(decode(r_.integers({0, 0, 1, 1, 0, kNow}), 1),
+    ASSERT_EQ(decode(r_.figures({0, 0, 1, 1, 0, kNow}), 1),
               ReplyStatus::Ok);
     expectOutcome(out_[0], 0, 1, 1);
-    ASSERT_EQ(decode(r_.integers({0, 0, 999, 1000, 0, kNow}), 1),
+    ASSERT_EQ(decode(r_.figures({0, 0, 999, 1000, 0, kNow}), 1),
               ReplyStatus::Ok);
     expectOutcome(out_[0], 0, 1, 1);
-    ASSERT_EQ(decode(r_.integers({0, 0, 1001, 1999, 0, kNow}), 1),
+    ASSERT_EQ(decode(r_.figures({0, 0, 1001, 1999, 0, kNow}), 1),
               ReplyStatus::Ok);
     expectOutcome(out_[0], 0, 2, 2);
-    ASSERT_EQ(decode(r_.integers({1, 3, 0, 0, 2000001, kNow}), 1),
+    ASSERT_EQ(decode(r_.figures({1, 3, 0, 0, 2000001, kNow}), 1),
               ReplyStatus::Ok);
     expectOutcome(out_[0], 3, 0, 0, 2001);
     EXPECT_EQ(rl::msCeil(0), 0);
@@ -183,7 +206,7 @@ TEST_F(Reply, MicrosecondsRoundUpToMilliseconds) {
 /* An admitted request may be delayed by the rules that shape it; the
  * module waits for the longest. */
 TEST_F(Reply, AdmittedWithDelays) {
-    ASSERT_EQ(decode(r_.integers({1, 2, 300000, 0, 100000, 7, 5000, 0, 0,
+    ASSERT_EQ(decode(r_.figures({1, 2, 300000, 0, 100000, 7, 5000, 0, 0,
                                   kNow}),
                      2),
               ReplyStatus::Ok);
@@ -195,9 +218,9 @@ TEST_F(Reply, AdmittedWithDelays) {
 /* A rejected request waits for nothing: a delay on a rejection is not
  * a reply of this script. */
 TEST_F(Reply, RejectionWithADelayIsMalformed) {
-    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 1000, 1, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({0, 0, 1000, 1000, 1, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({0, 2, 300, 0, 100, 0, 1000, 1000, 0,
+    EXPECT_EQ(decode(r_.figures({0, 2, 300, 0, 100, 0, 1000, 1000, 0,
                                   kNow}),
                      2),
               ReplyStatus::Malformed);
@@ -206,22 +229,23 @@ TEST_F(Reply, RejectionWithADelayIsMalformed) {
 /* The largest figure a valid rule gives: twice a 366-day window. */
 TEST_F(Reply, LargestLegitimateFiguresDecode) {
     const long long us = 2LL * 366 * 86400 * 1000000;
-    ASSERT_EQ(decode(r_.integers({0, 1000000000, us, us, 0, kNow}), 1),
+    ASSERT_EQ(decode(r_.figures({0, 1000000000, us, us, 0, kNow}), 1),
               ReplyStatus::Ok);
     EXPECT_FALSE(allowed_);
     expectOutcome(out_[0], 1000000000, us / 1000, us / 1000);
 }
 
-/* Past 2^53 no script figure is exact: not a reply of this script. */
+/* Past 2^53 no script figure is exact: not a reply of this script
+ * (2^53 + 1 is no double; 2^53 + 2 is the next one). */
 TEST_F(Reply, FiguresBeyondTheScriptsDoublesAreMalformed) {
-    const long long big = (1LL << 53) + 1;
-    EXPECT_EQ(decode(r_.integers({0, 0, big, 1000, 0, kNow}), 1),
+    const long long big = (1LL << 53) + 2;
+    EXPECT_EQ(decode(r_.figures({0, 0, big, 1000, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({0, 0, 1000, big, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({0, 0, 1000, big, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, big, 1000, 0, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({1, big, 1000, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 0, 1000, 0, LLONG_MAX, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({1, 0, 1000, 0, LLONG_MAX, kNow}), 1),
               ReplyStatus::Malformed);
 }
 
@@ -264,81 +288,86 @@ TEST_F(Reply, WrongTypesAreMalformed) {
 }
 
 TEST_F(Reply, WrongElementCountIsMalformed) {
-    EXPECT_EQ(decode(r_.integers({}), 1), ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1}), 1), ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, kNow}), 1), ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({1}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({1, kNow}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, kNow, 5}), 1),
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, kNow, 5}), 1),
               ReplyStatus::Malformed);
     /* Without the time. */
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0}), 1),
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0}), 1),
               ReplyStatus::Malformed);
     /* One rule's worth for a two-rule call, and the reverse. */
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, kNow}), 2),
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, kNow}), 2),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, 9, 1000, 0, 0, kNow}),
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, 9, 1000, 0, 0, kNow}),
                      1),
               ReplyStatus::Malformed);
     /* The previous layout: three figures per rule. */
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 9, 1000, 0, kNow}), 2),
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 9, 1000, 0, kNow}), 2),
               ReplyStatus::Malformed);
 }
 
-TEST_F(Reply, MissingElementVectorIsMalformed) {
-    redisReply* a = r_.integers({1, 9, 1000, 0, 0, kNow});
-    a->element = nullptr;
+TEST_F(Reply, MissingBytesAreMalformed) {
+    redisReply* a = r_.figures({1, 9, 1000, 0, 0, kNow});
+    a->str = nullptr;
     EXPECT_EQ(decode(a, 1), ReplyStatus::Malformed);
 }
 
-TEST_F(Reply, NonIntegerElementsAreMalformed) {
+/* The previous layout, an array of integers, is not this script's. */
+TEST_F(Reply, ArraysAreMalformed) {
+    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, kNow}), 1),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.array({}), 1), ReplyStatus::Malformed);
+}
+
+TEST_F(Reply, FractionalOrNonFiniteFiguresAreMalformed) {
     for (size_t i = 0; i < 6; i++) {
-        for (redisReply* bad : {r_.text(REDIS_REPLY_STRING, "1"), r_.nil(),
-                                r_.text(REDIS_REPLY_STATUS, "OK"),
-                                r_.error("ERR x"), r_.integers({1}),
-                                static_cast<redisReply*>(nullptr)}) {
-            std::vector<redisReply*> e = {r_.integer(0), r_.integer(0),
-                                          r_.integer(1000), r_.integer(1000),
-                                          r_.integer(0), r_.integer(kNow)};
+        for (double bad : {0.5, 1e-9, double(NAN), double(INFINITY),
+                           -double(INFINITY), -0.5}) {
+            double e[] = {0, 0, 1000, 1000, 0, double(kNow)};
             e[i] = bad;
-            EXPECT_EQ(decode(r_.array(e), 1), ReplyStatus::Malformed)
-                << "element " << i << " of type "
-                << (bad == nullptr ? -1 : bad->type);
+            EXPECT_EQ(decode(r_.doubles({e[0], e[1], e[2], e[3], e[4],
+                                         e[5]}),
+                             1),
+                      ReplyStatus::Malformed)
+                << "figure " << i << " = " << bad;
         }
     }
 }
 
 TEST_F(Reply, NegativeFiguresAreMalformed) {
-    EXPECT_EQ(decode(r_.integers({1, -1, 1000, 0, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({1, -1, 1000, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, -1, 0, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({1, 9, -1, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({0, 0, 1000, -1000, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({0, 0, 1000, -1000, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, -1, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, -1, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, 9, 1000, -1, 0, kNow}),
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, 9, 1000, -1, 0, kNow}),
                      2),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, LLONG_MIN, 1000, 0, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({1, LLONG_MIN, 1000, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, -1}), 1),
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, -1}), 1),
               ReplyStatus::Malformed);
 }
 
 /* The time is microseconds since the epoch, sent back with a refund. */
 TEST_F(Reply, TimeIsPassedThrough) {
-    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, 0}), 1), ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, 0}), 1), ReplyStatus::Ok);
     EXPECT_EQ(nowUs_, 0);
     const long long later = 4102444800LL * 1000000; /* 2100-01-01 */
-    ASSERT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, later}), 1),
+    ASSERT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, later}), 1),
               ReplyStatus::Ok);
     EXPECT_EQ(nowUs_, later);
 }
 
 TEST_F(Reply, AllowedFlagMustBeZeroOrOne) {
     for (long long flag : {2LL, -1LL, 100LL, LLONG_MAX}) {
-        EXPECT_EQ(decode(r_.integers({flag, 9, 1000, 0, 0, kNow}), 1),
+        EXPECT_EQ(decode(r_.figures({flag, 9, 1000, 0, 0, kNow}), 1),
                   ReplyStatus::Malformed)
             << "allowed " << flag;
     }
@@ -346,15 +375,15 @@ TEST_F(Reply, AllowedFlagMustBeZeroOrOne) {
 
 /* A rejection must name a rule that rejected (retry > 0). */
 TEST_F(Reply, RejectionWithoutARetryIsMalformed) {
-    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 0, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({0, 0, 1000, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.integers({0, 0, 1000, 0, 0, 3, 50, 0, 0, kNow}), 2),
+    EXPECT_EQ(decode(r_.figures({0, 0, 1000, 0, 0, 3, 50, 0, 0, kNow}), 2),
               ReplyStatus::Malformed);
 }
 
 /* An admission may name a dry-run rule that would have rejected. */
 TEST_F(Reply, AdmissionWithADryRunRejection) {
-    EXPECT_EQ(decode(r_.integers({1, 0, 1000, 50, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({1, 0, 1000, 50, 0, kNow}), 1),
               ReplyStatus::Ok);
     EXPECT_TRUE(allowed_);
     EXPECT_EQ(out_[0].retryMs, 1);

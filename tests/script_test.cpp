@@ -241,6 +241,30 @@ TEST(Script, DecisionWithATime) {
     a.expectGuardIntact();
 }
 
+/* The C arrays the module passes give the same vector. */
+TEST(Script, CArraysGiveTheSameVector) {
+    Argv a(3, true);
+    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
+                 "3", kThreeKeys, kThreeRules, 3, "42", true);
+    const char* keys[3];
+    size_t keyLens[3];
+    const char* args[3 * rl::kArgsPerRule];
+    size_t argLens[3 * rl::kArgsPerRule];
+    for (size_t k = 0; k < 3; k++) {
+        keys[k] = kThreeKeys[k].data();
+        keyLens[k] = kThreeKeys[k].size();
+        args[2 * k] = kThreeRules[k].spec.data();
+        argLens[2 * k] = kThreeRules[k].spec.size();
+        args[2 * k + 1] = kThreeRules[k].cost.data();
+        argLens[2 * k + 1] = kThreeRules[k].cost.size();
+    }
+    Argv b(3, true);
+    rl::fillArgv(b.argv.data(), b.argvlen.data(), "EVALSHA", rl::scriptSha(),
+                 "3", keys, keyLens, args, argLens, 3, "42", true);
+    EXPECT_EQ(a.strings(), b.strings());
+    b.expectGuardIntact();
+}
+
 /* Keys are passed by length: NUL bytes survive. */
 TEST(Script, BinaryKeysKeepTheirLength) {
     std::string key = "rl:{\x7f\0\0\x01}:0123456789abcdef"s;

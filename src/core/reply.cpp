@@ -2,20 +2,29 @@
 
 #include <hiredis/hiredis.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace rl {
 namespace {
 
 /* Beyond what the script's doubles hold exactly: not a script reply. */
-constexpr int64_t kMaxFigure = int64_t(1) << 53;
+constexpr double kMaxFigure = 9007199254740992.0; /* 2^53 */
 
-bool isInteger(const redisReply* r) {
-    return r != nullptr && r->type == REDIS_REPLY_INTEGER;
-}
-
-bool isFigure(const redisReply* r) {
-    return isInteger(r) && r->integer >= 0 && r->integer <= kMaxFigure;
+/* The i-th little-endian double of the reply as a whole number in
+ * [0, 2^53], or -1. */
+int64_t figureAt(const char* bytes, size_t i) {
+    const auto* b = reinterpret_cast<const unsigned char*>(bytes) + 8 * i;
+    uint64_t bits = 0;
+    for (int k = 7; k >= 0; k--) {
+        bits = bits << 8 | b[k];
+    }
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    if (!(d >= 0 && d <= kMaxFigure) || d != std::floor(d)) {
+        return -1; /* negative, too large, fractional, NaN */
+    }
+    return static_cast<int64_t>(d);
 }
 
 }  // namespace
@@ -32,44 +41,43 @@ ReplyStatus decodeReply(const redisReply* reply, size_t rules,
         }
         return ReplyStatus::Error;
     }
-    if (reply->type != REDIS_REPLY_ARRAY ||
-        reply->elements != replyLength(rules) ||
-        reply->element == nullptr) {
+    if (reply->type != REDIS_REPLY_STRING || reply->str == nullptr ||
+        reply->len != replyBytes(rules)) {
         return ReplyStatus::Malformed;
     }
-    const redisReply* a = reply->element[0];
-    if (!isInteger(a) || (a->integer != 0 && a->integer != 1)) {
+    const char* f = reply->str;
+    const int64_t a = figureAt(f, 0);
+    if (a != 0 && a != 1) {
         return ReplyStatus::Malformed;
     }
-    const bool admitted = a->integer == 1;
+    const bool admitted = a == 1;
     bool anyRetry = false;
     for (size_t i = 0; i < rules; i++) {
-        redisReply* const* e = reply->element + 1 + kFiguresPerRule * i;
+        int64_t e[kFiguresPerRule];
         for (size_t j = 0; j < kFiguresPerRule; j++) {
-            if (!isFigure(e[j])) {
+            e[j] = figureAt(f, 1 + kFiguresPerRule * i + j);
+            if (e[j] < 0) {
                 return ReplyStatus::Malformed;
             }
         }
         /* A rejected request waits for nothing. */
-        if (!admitted && e[3]->integer != 0) {
+        if (!admitted && e[3] != 0) {
             return ReplyStatus::Malformed;
         }
-        out[i] = {e[0]->integer, msCeil(e[1]->integer),
-                  msCeil(e[2]->integer), msCeil(e[3]->integer),
-                  e[2]->integer};
-        anyRetry = anyRetry || e[2]->integer > 0;
+        out[i] = {e[0], msCeil(e[1]), msCeil(e[2]), msCeil(e[3]), e[2]};
+        anyRetry = anyRetry || e[2] > 0;
     }
     /* A rejection names at least one rule that rejected (an admission
      * may name dry-run rules that would have). */
     if (!admitted && !anyRetry) {
         return ReplyStatus::Malformed;
     }
-    const redisReply* t = reply->element[1 + kFiguresPerRule * rules];
-    if (!isInteger(t) || t->integer < 0) {
+    const int64_t t = figureAt(f, 1 + kFiguresPerRule * rules);
+    if (t < 0) {
         return ReplyStatus::Malformed;
     }
     *allowed = admitted;
-    *nowUs = t->integer;
+    *nowUs = t;
     return ReplyStatus::Ok;
 }
 

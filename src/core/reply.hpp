@@ -1,8 +1,10 @@
-/* Decoding the script's reply (see lua/rl.lua) to one request:
- *   { allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
- *     delay_us_n, now_us }
- * Times come in microseconds and leave in milliseconds, rounded up (a
- * retry of 1 us is 1 ms, never 0). */
+/* Decoding the script's reply (see lua/rl.lua) to one request: one
+ * string of little-endian doubles (whole numbers, exact below 2^53)
+ *   allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
+ *     delay_us_n, now_us
+ * (one string rather than an array of integers: hiredis makes one object
+ * per array element, a string is one). Times come in microseconds and
+ * leave in milliseconds, rounded up (a retry of 1 us is 1 ms, never 0). */
 #pragma once
 
 #include <cstddef>
@@ -30,12 +32,14 @@ enum class ReplyStatus {
 /* Figures per rule in the reply. */
 inline constexpr size_t kFiguresPerRule = 4;
 
-/* Elements of one request's reply. A call carrying several requests (a
- * batch, src/redis_link.cpp) replies with their parts one after the
- * other, each decoded as a reply of its own. */
+/* Figures, and bytes, of one request's reply. A call carrying several
+ * requests (a batch, src/batch.cpp) replies with their parts one after
+ * the other in one string, each decoded as a reply of its own. */
 constexpr size_t replyLength(size_t rules) {
     return 2 + kFiguresPerRule * rules;
 }
+
+constexpr size_t replyBytes(size_t rules) { return 8 * replyLength(rules); }
 
 /* On Ok, *allowed, out[0..rules) and *nowUs (the time the script
  * decided at, what a refund sends back) are set. A rejection names a

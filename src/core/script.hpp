@@ -56,4 +56,13 @@ void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
               const std::string_view* keys, const RuleArgs* rules,
               size_t n, std::string_view now = {}, bool refund = false);
 
+/* The same from C arrays (the module's C ABI, no copies): key k is
+ * keys[k] (keyLens[k] bytes); rule k's arguments are ruleArgs[kArgsPerRule
+ * * k ...] in RuleArgs' order. */
+void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
+              std::string_view script, std::string_view count,
+              const char* const* keys, const size_t* keyLens,
+              const char* const* ruleArgs, const size_t* ruleArgLens,
+              size_t n, std::string_view now, bool refund);
+
 }  // namespace rl

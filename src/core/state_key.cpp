@@ -13,7 +13,13 @@ bool valueNeedsDigest(std::string_view value) {
     if (value.empty() || value[0] == '~') { /* "{}" is no hash tag */
         return true;
     }
-    return value.find_first_of("{}") != std::string_view::npos;
+    /* a plain loop: find_first_of runs a memchr per byte of the value */
+    for (char c : value) {
+        if (c == '{' || c == '}') {
+            return true;
+        }
+    }
+    return false;
 }
 
 size_t stateKeyLength(size_t prefixLen, std::string_view value) {
