@@ -17,13 +17,13 @@
 -- refund(key, then_us, ...): c -= C (not below 0) if the window of
 --   then_us is still the stored one.
 
--- get2(): lua/meter.lua
+-- get(): lua/meter.lua
 
 local M = {}
 
 function M.check(key, now, limit, window, burst, cost, delay)
     local w = math.floor(now / window)
-    local hw, count = get2(key)
+    local hw, count = get(key, 16)
     local ttl
     if hw ~= nil and hw >= w then
         w = hw
@@ -41,7 +41,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)
-    local hw, count = get2(key)
+    local hw, count = get(key, 16)
     if hw == math.floor(now / window) then
         redis.call('SET', key, struct.pack('<dd', hw, math.max(count - cost, 0)),
                    'KEEPTTL')

@@ -21,7 +21,7 @@
 -- refund(key, then_us, ...): TAT -= C * w' units, not below then_us; the
 --   TTL shrinks by as much, the key goes once TAT is then_us.
 
--- units(), level_figures(), get2(), rewrite(): lua/meter.lua
+-- units(), level_figures(), get(), rewrite(): lua/meter.lua
 
 local M = {}
 
@@ -30,7 +30,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local k = burst + 1
     local full = k * w
     local need = cost * w
-    local t, f = get2(key)
+    local t, f = get(key, 16)
     local level = 0
     local dt = -1
     if t ~= nil then
@@ -63,7 +63,7 @@ end
 
 function M.refund(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
-    local t, f = get2(key)
+    local t, f = get(key, 16)
     if t == nil or t < now or (t == now and f == 0) then
         return
     end

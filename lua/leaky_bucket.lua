@@ -22,7 +22,7 @@
 -- refund(key, then_us, ...): x -= C * w' (not below 0); the TTL shrinks
 --   by as much, the key goes once the meter is empty.
 
--- units(), level_figures(), get2(), rewrite(): lua/meter.lua
+-- units(), level_figures(), get(), rewrite(): lua/meter.lua
 
 local M = {}
 
@@ -30,7 +30,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
     local k = burst + 1
     local need = cost * w
-    local t, x = get2(key)
+    local t, x = get(key, 16)
     local level = 0
     if t ~= nil and x > 0 then
         local elapsed = math.max(now - t, 0)
@@ -53,7 +53,7 @@ end
 
 function M.refund(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
-    local t, x = get2(key)
+    local t, x = get(key, 16)
     if t == nil or x <= 0 then
         return
     end

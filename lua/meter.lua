@@ -9,17 +9,13 @@
 -- are exact. A value of another length (not written by this script) is
 -- taken as no state.
 
-local function get2(key)
-    local v = redis.call('GET', key)
-    if v and #v == 16 then
-        return struct.unpack('<dd', v)
-    end
-end
+local UNPACK = { [16] = '<dd', [24] = '<ddd' }
 
-local function get3(key)
+-- get(key, bytes) -> the numbers of key's state, if it has that size
+local function get(key, bytes)
     local v = redis.call('GET', key)
-    if v and #v == 24 then
-        return struct.unpack('<ddd', v)
+    if v and #v == bytes then
+        return struct.unpack(UNPACK[bytes], v)
     end
 end
 

@@ -21,7 +21,7 @@
 -- refund(key, then_us, ...): uncount a request counted at then_us, in
 --   the current or the previous window.
 
--- get3(): lua/meter.lua
+-- get(): lua/meter.lua
 
 local M = {}
 
@@ -48,7 +48,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local w = math.floor(now / window)
     local elapsed = now - w * window
     local back = 0
-    local hw, hc, hp = get3(key)
+    local hw, hc, hp = get(key, 24)
     if hw ~= nil and hw > w then
         back = hw * window - now
         w = hw
@@ -87,7 +87,7 @@ end
 
 function M.refund(key, now, limit, window, burst, cost, delay)
     local w = math.floor(now / window)
-    local hw, hc, hp = get3(key)
+    local hw, hc, hp = get(key, 24)
     if hw == w then
         redis.call('SET', key, struct.pack('<ddd', hw, math.max(hc - cost, 0), hp),
                    'KEEPTTL')

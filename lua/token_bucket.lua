@@ -23,7 +23,7 @@
 -- refund(key, then_us, ...): x += C * w' (up to K * w'); the TTL
 --   shrinks by as much, the key goes once the bucket is full.
 
--- units(), get2(), rewrite(): lua/meter.lua
+-- units(), get(), rewrite(): lua/meter.lua
 
 local M = {}
 
@@ -31,7 +31,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
     local full = burst * w
     local need = cost * w
-    local t, x = get2(key)
+    local t, x = get(key, 16)
     local tokens = full
     if t ~= nil and t ~= 0 and x < full then
         local elapsed = math.max(now - t, 0)
@@ -63,7 +63,7 @@ end
 function M.refund(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
     local full = burst * w
-    local t, x = get2(key)
+    local t, x = get(key, 16)
     if t == nil then
         return
     end

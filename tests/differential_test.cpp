@@ -169,7 +169,7 @@ protected:
         cpp << " | " << now;
         for (size_t i = 0; i < reply->len / 8; i++) {
             redis << (i % 4 == 1 && i > 0 ? " | " : " ")
-                  << static_cast<int64_t>(doubleAt(reply->str, i));
+                  << static_cast<int64_t>(rl::doubleAt(reply->str, i));
         }
         std::string a = cpp.str();
         std::string b = redis.str().substr(1);

@@ -44,13 +44,7 @@ protected:
                                       std::to_string(keys.size())};
         argv.insert(argv.end(), keys.begin(), keys.end());
         argv.insert(argv.end(), blocks.begin(), blocks.end());
-        std::vector<const char*> ptrs;
-        std::vector<size_t> lens;
-        for (const std::string& a : argv) {
-            ptrs.push_back(a.data());
-            lens.push_back(a.size());
-        }
-        return commandArgv(ptrs, lens);
+        return command(argv);
     }
 
     /* The part of a batch's reply for one request, decoded as the module

@@ -388,27 +388,14 @@ protected:
         }
         for (size_t i = 0; i < fields.size(); i++) {
             char text[32];
-            std::snprintf(text, sizeof text, "%.0f", doubleAt(r->str, i));
+            std::snprintf(text, sizeof text, "%.0f",
+                          rl::doubleAt(r->str, i));
             h[fields[i]] = text;
         }
         return h;
     }
 
-public:
-    /* The i-th little-endian double of a packed string (the states and
-     * the replies of the script). */
-    static double doubleAt(const char* bytes, size_t i) {
-        const auto* b = reinterpret_cast<const unsigned char*>(bytes) + 8 * i;
-        uint64_t bits = 0;
-        for (int k = 7; k >= 0; k--) {
-            bits = bits << 8 | b[k];
-        }
-        double d;
-        std::memcpy(&d, &bits, sizeof d);
-        return d;
-    }
 
-protected:
 
     long long integerCommand(const std::vector<std::string>& args) {
         ReplyPtr r = command(args);

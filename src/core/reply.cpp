@@ -11,16 +11,9 @@ namespace {
 /* Beyond what the script's doubles hold exactly: not a script reply. */
 constexpr double kMaxFigure = 9007199254740992.0; /* 2^53 */
 
-/* The i-th little-endian double of the reply as a whole number in
- * [0, 2^53], or -1. */
+/* The i-th figure of the reply as a whole number in [0, 2^53], or -1. */
 int64_t figureAt(const char* bytes, size_t i) {
-    const auto* b = reinterpret_cast<const unsigned char*>(bytes) + 8 * i;
-    uint64_t bits = 0;
-    for (int k = 7; k >= 0; k--) {
-        bits = bits << 8 | b[k];
-    }
-    double d;
-    std::memcpy(&d, &bits, sizeof d);
+    double d = doubleAt(bytes, i);
     if (!(d >= 0 && d <= kMaxFigure) || d != std::floor(d)) {
         return -1; /* negative, too large, fractional, NaN */
     }
@@ -28,6 +21,17 @@ int64_t figureAt(const char* bytes, size_t i) {
 }
 
 }  // namespace
+
+double doubleAt(const char* bytes, size_t i) {
+    const auto* b = reinterpret_cast<const unsigned char*>(bytes) + 8 * i;
+    uint64_t bits = 0;
+    for (int k = 7; k >= 0; k--) {
+        bits = bits << 8 | b[k];
+    }
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return d;
+}
 
 ReplyStatus decodeReply(const redisReply* reply, size_t rules,
                         bool* allowed, RuleOutcome* out, int64_t* nowUs) {

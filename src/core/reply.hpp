@@ -48,6 +48,10 @@ constexpr size_t replyBytes(size_t rules) { return 8 * replyLength(rules); }
 ReplyStatus decodeReply(const redisReply* reply, size_t rules,
                         bool* allowed, RuleOutcome* out, int64_t* nowUs);
 
+/* The i-th little-endian double of packed bytes (the script's replies
+ * and states). */
+double doubleAt(const char* bytes, size_t i);
+
 /* Microseconds to milliseconds, rounded up (non-negative input). */
 constexpr int64_t msCeil(int64_t us) { return us / 1000 + (us % 1000 > 0); }
 
