@@ -1,0 +1,112 @@
+# Batches: the requests a worker sends one zone during one turn of its
+# event loop leave as one script call (src/batch.cpp). Concurrent
+# requests therefore take fewer EVALSHA calls than there are requests,
+# and a batch changes no decision: requests on one key in one call are
+# decided one after the other, each atomically, so exactly N pass.
+
+use lib 't/lib';
+use RlTest;
+use Test::More;
+use IO::Socket::IP;
+use Socket qw(SOL_SOCKET SO_RCVTIMEO);
+
+sub evalsha_calls {
+    my ($r) = @_;
+    my ($calls) = $r->cli('INFO', 'commandstats')
+        =~ /cmdstat_evalsha:calls=(\d+)/;
+    return $calls // 0;
+}
+
+my $r = start_redis();
+my $ng = start_nginx(redis => $r, workers => 1, config => <<'CONF');
+    rl_zone r redis=127.0.0.1:$RedisPort;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /many {
+            rl_rule zone=r key=$arg_k rate=1000r/s;
+            empty_gif;
+        }
+        location /one {
+            rl_rule zone=r key=one rate=7r/h algorithm=fixed_window;
+            rl_rule zone=r key=one rate=9r/h algorithm=token_bucket
+                    name=bucket;
+            empty_gif;
+        }
+    }
+CONF
+my $port = $ng->port;
+
+# ------------------------------------------------------------ fewer calls
+
+# Keep-alive connections, as clients under load have (a new connection
+# is accepted in one turn and read in the next, so fresh ones never
+# meet): 40 of them, each with a request answered.
+sub request { my ($path) = @_; "GET $path HTTP/1.1\r\nHost: t\r\n\r\n" }
+
+sub response {
+    my ($sock) = @_;
+    my $buf = '';
+    my $deadline = now() + 10;
+    while (now() < $deadline) {
+        if ($buf =~ /\A(HTTP\/1\.1 (\d+).*?\r\n\r\n)/s) {
+            my ($head, $code) = ($1, $2);
+            my ($len) = $head =~ /^Content-Length: (\d+)/mi;
+            return $code if length($buf) >= length($head) + ($len // 0);
+        }
+        my $n = sysread($sock, $buf, 4096, length $buf);
+        return 0 unless $n;
+    }
+    return 0;
+}
+
+my $requests = 40;
+my @socks = map {
+    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1', PeerPort => $port,
+                                Proto => 'tcp', Timeout => 5)
+        or BAIL_OUT("connect: $@");
+    # reads give up after 10 s rather than hang the suite
+    $s->setsockopt(SOL_SOCKET, SO_RCVTIMEO, pack('l!l!', 10, 0));
+    $s;
+} 1 .. $requests;
+for my $i (0 .. $#socks) {
+    syswrite $socks[$i], request("/many?k=w$i");
+    response($socks[$i]);
+}
+
+# The worker stopped, one more request on each, let go: it reads them
+# all in one turn of its loop. Returns the status codes and the script
+# calls Redis got.
+sub at_once {
+    my (@paths) = @_;
+    my ($worker) = $ng->worker_pids;
+    my $before = evalsha_calls($r);
+    kill 'STOP', $worker;
+    syswrite $socks[$_], request($paths[$_]) for 0 .. $#paths;
+    kill 'CONT', $worker;
+    my @codes = map { response($socks[$_]) } 0 .. $#paths;
+    return (\@codes, evalsha_calls($r) - $before);
+}
+
+my ($codes, $calls) = at_once(map { "/many?k=c$_" } 1 .. $requests);
+is(scalar(grep { $_ == 200 } @$codes), $requests,
+   "$requests requests read at once all passed")
+    or diag("@$codes");
+cmp_ok($calls, '>=', 1, 'through Redis');
+cmp_ok($calls, '<=', $requests / 4,
+       "in at most a quarter as many script calls ($calls)");
+
+# ------------------------------------------------------------ exact in a call
+
+# 30 at once on one key, two stacked rules, decided in one or two calls:
+# exactly 7 pass (the tighter rule)
+($codes, $calls) = at_once(('/one') x 30);
+is(scalar(grep { $_ == 200 } @$codes), 7,
+   "30 requests on one key read at once ($calls calls): exactly 7 passed")
+    or diag("@$codes");
+is(scalar(grep { $_ == 429 } @$codes), 23, 'and 23 were rejected');
+is(http_get($port, '/one')->{code}, 429, 'the window stays full');
+
+close $_ for @socks;
+
+done_testing();
