@@ -22,7 +22,7 @@
 -- refund(key, then_us, ...): x -= C * w' (not below 0); the TTL shrinks
 --   by as much, the key goes once the meter is empty.
 
--- units(), level_figures(), get(), rewrite(): lua/meter.lua
+-- units(), level_figures(), get(), since(), rewrite(): lua/meter.lua
 
 local M = {}
 
@@ -41,10 +41,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local ok, left, reset, retry, wait =
         level_figures(level, need, k * w, k, cost, n, w, burst, delay)
     if ok then
-        local at = now
-        if t ~= nil and t > now then
-            at = t
-        end
+        local at = since(t, now)
         return true, left, reset, 0, wait, struct.pack('<dd', at, level + need),
                reset + at - now
     end

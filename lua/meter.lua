@@ -19,6 +19,17 @@ local function get(key, bytes)
     end
 end
 
+-- since(t, now) -> the time a meter's state is written with: its stored
+-- time t if later than now (a request decided after a later one counts
+-- as of that later time, so no interval refills or drains twice), else
+-- now; t is nil for no state
+local function since(t, now)
+    if t ~= nil and t > now then
+        return t
+    end
+    return now
+end
+
 -- TTL in ms of state fresh again in ttl_us: rounded up, plus 1 ms (see
 -- rl.lua)
 local function px(ttl_us)

@@ -64,22 +64,21 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local est = prev * (window - elapsed) / window + cur
     local left = math.max(math.floor(limit - est), 0)
     local whole = 2 * window - elapsed + back
-    if est + cost <= limit then
-        local reset = 0
-        if cur + cost > 0 then
-            reset = whole
-        elseif prev > 0 then
-            reset = window - elapsed + back
-        end
-        -- a key of window w already ends with window w + 1
-        return true, left, reset, 0, 0,
-               struct.pack('<ddd', w, cur + cost, prev), hw ~= w and whole
+    local ok = est + cost <= limit
+    local counted = cur                 -- window w's count after this
+    if ok then
+        counted = cur + cost
     end
     local reset = 0
-    if cur > 0 then
+    if counted > 0 then
         reset = whole
     elseif prev > 0 then
         reset = window - elapsed + back
+    end
+    if ok then
+        -- a key of window w already ends with window w + 1
+        return true, left, reset, 0, 0,
+               struct.pack('<ddd', w, counted, prev), hw ~= w and whole
     end
     return false, left, reset,
            retry_after(prev, cur, elapsed, window, limit, cost) + back, 0

@@ -23,7 +23,7 @@
 -- refund(key, then_us, ...): x += C * w' (up to K * w'); the TTL
 --   shrinks by as much, the key goes once the bucket is full.
 
--- units(), get(), rewrite(): lua/meter.lua
+-- units(), get(), since(), rewrite(): lua/meter.lua
 
 local M = {}
 
@@ -49,10 +49,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
     end
     if tokens >= need then
         local reset = math.ceil((full - tokens + need) / n)
-        local at = now
-        if t ~= nil and t > now then
-            at = t
-        end
+        local at = since(t, now)
         return true, left, reset, 0, 0,
                struct.pack('<dd', at, tokens - need), reset + at - now
     end
