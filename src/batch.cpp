@@ -41,113 +41,13 @@ Call *CallQueue::take() {
 }
 
 BatchCommand::~BatchCommand() {
-    ngx_free(argv_);
-    ngx_free(lens_);
-    ngx_free(ages_);
     ngx_free(buf_);
 }
 
-bool BatchCommand::reserve(size_t args, size_t requests, ngx_log_t *log) {
-    if (args > cap_) {
-        size_t cap = args < 256 ? 256 : args * 2;
-        auto **argv = static_cast<const char **>(
-            ngx_alloc(cap * sizeof(char *), log));
-        auto *lens = static_cast<size_t *>(ngx_alloc(cap * sizeof(size_t), log));
-        if (argv == nullptr || lens == nullptr) {
-            ngx_free(argv);
-            ngx_free(lens);
-            return false;
-        }
-        ngx_free(argv_);
-        ngx_free(lens_);
-        argv_ = argv;
-        lens_ = lens;
-        cap_ = cap;
-    }
-    size_t ages = requests * (NGX_INT64_LEN + 1);
-    if (ages > agesCap_) {
-        auto *buf = static_cast<u_char *>(ngx_alloc(ages, log));
-        if (buf == nullptr) {
-            return false;
-        }
-        ngx_free(ages_);
-        ages_ = buf;
-        agesCap_ = ages;
-    }
-    return true;
-}
-
-size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
-                           ngx_log_t *log) {
-    /* each request brings its keys and its block: argc - 3 arguments */
-    size_t args = 3;
-    size_t requests = 0;
-    size_t keys = 0;
-    for (Call *c = first; c != nullptr; c = c->next) {
-        if (c->group != nullptr) {
-            args += c->group->argc - 3;
-            keys += c->group->nrules;
-            requests++;
-        }
-    }
-    if (requests == 0 || !reserve(args, requests, log)) {
-        return 0;
-    }
-
-    if (eval) {
-        argv_[0] = "EVAL";
-        lens_[0] = 4;
-        argv_[1] = rl_script_text(&lens_[1]);
-    } else {
-        argv_[0] = "EVALSHA";
-        lens_[0] = 7;
-        argv_[1] = rl_script_sha();
-        lens_[1] = RL_SHA_LEN;
-    }
-    argv_[2] = reinterpret_cast<char *>(keys_);
-    lens_[2] = ngx_sprintf(keys_, "%uz", keys) - keys_;
-    size_t i = 3;
-
-    for (Call *c = first; c != nullptr; c = c->next) {
-        ngx_http_rl_group_t *g = c->group;
-        if (g == nullptr) {
-            continue;
-        }
-        size_t at = argvNowIndex(g->nrules) - 1 - g->nrules;
-        ngx_memcpy(&argv_[i], &g->argv[at], g->nrules * sizeof(char *));
-        ngx_memcpy(&lens_[i], &g->argvlen[at], g->nrules * sizeof(size_t));
-        i += g->nrules;
-    }
-
-    u_char *age = ages_;
-    for (Call *c = first; c != nullptr; c = c->next) {
-        ngx_http_rl_group_t *g = c->group;
-        if (g == nullptr) {
-            continue;
-        }
-        size_t now = argvNowIndex(g->nrules);
-        argv_[i] = g->argv[now - 1];  /* its rule count */
-        lens_[i] = g->argvlen[now - 1];
-        i++;
-        int64_t waited = nowUs - g->sent_us;
-        argv_[i] = reinterpret_cast<char *>(age);
-        if (waited > 0) {
-            u_char *end = ngx_sprintf(age, "-%L", waited);
-            lens_[i] = end - age;
-            age = end;
-        } else {
-            lens_[i] = 0;  /* Redis' TIME itself */
-        }
-        i++;
-        size_t rest = g->argc - now - 1;
-        ngx_memcpy(&argv_[i], &g->argv[now + 1], rest * sizeof(char *));
-        ngx_memcpy(&lens_[i], &g->argvlen[now + 1], rest * sizeof(size_t));
-        i += rest;
-    }
-    return encode(i, log);
-}
-
 namespace {
+
+/* what "$len\r\n" and the closing "\r\n" add to an argument, at most */
+constexpr size_t kBulkOverhead = 1 + NGX_INT64_LEN + 2 + 2;
 
 u_char *decimal(u_char *p, size_t v) {
     u_char digits[NGX_INT64_LEN];
@@ -159,13 +59,46 @@ u_char *decimal(u_char *p, size_t v) {
     return ngx_cpymem(p, d, digits + sizeof(digits) - d);
 }
 
+/* one argument: "$len\r\n" arg "\r\n" */
+u_char *bulk(u_char *p, const void *data, size_t len) {
+    *p++ = '$';
+    p = decimal(p, len);
+    *p++ = '\r';
+    *p++ = '\n';
+    p = ngx_cpymem(p, data, len);
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
 }  // namespace
 
-/* "*argc\r\n" then "$len\r\n" arg "\r\n" for each argument */
-size_t BatchCommand::encode(size_t argc, ngx_log_t *log) {
-    size_t size = 1 + NGX_INT64_LEN + 2;
-    for (size_t i = 0; i < argc; i++) {
-        size += 1 + NGX_INT64_LEN + 2 + lens_[i] + 2;
+/* "*argc\r\n", then the command, the script, the key count, every
+ * request's keys, every request's block with its age for its `now` */
+size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
+                           ngx_log_t *log) {
+    size_t scriptLen = RL_SHA_LEN;
+    const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
+
+    /* each request brings its keys and its block: argc - 3 arguments */
+    size_t args = 3;
+    size_t keys = 0;
+    size_t size = 1 + NGX_INT64_LEN + 2 + 3 * kBulkOverhead + 7 + scriptLen +
+                  NGX_INT64_LEN;
+    for (Call *c = first; c != nullptr; c = c->next) {
+        ngx_http_rl_group_t *g = c->group;
+        if (g == nullptr) {
+            continue;
+        }
+        args += g->argc - 3;
+        keys += g->nrules;
+        for (size_t i = 3; i < g->argc; i++) {
+            size += kBulkOverhead + g->argvlen[i];
+        }
+        size += NGX_INT64_LEN + 1;  /* "-A" in place of "" */
+    }
+    if (keys == 0) {
+        return 0;
     }
     if (size > bufCap_) {
         size_t cap = size < 4096 ? 4096 : size * 2;
@@ -177,19 +110,46 @@ size_t BatchCommand::encode(size_t argc, ngx_log_t *log) {
         buf_ = buf;
         bufCap_ = cap;
     }
+
     u_char *p = buf_;
     *p++ = '*';
-    p = decimal(p, argc);
+    p = decimal(p, args);
     *p++ = '\r';
     *p++ = '\n';
-    for (size_t i = 0; i < argc; i++) {
-        *p++ = '$';
-        p = decimal(p, lens_[i]);
-        *p++ = '\r';
-        *p++ = '\n';
-        p = ngx_cpymem(p, argv_[i], lens_[i]);
-        *p++ = '\r';
-        *p++ = '\n';
+    p = eval ? bulk(p, "EVAL", 4) : bulk(p, "EVALSHA", 7);
+    p = bulk(p, script, scriptLen);
+    u_char text[NGX_INT64_LEN + 1];
+    p = bulk(p, text, decimal(text, keys) - text);
+
+    for (Call *c = first; c != nullptr; c = c->next) {
+        ngx_http_rl_group_t *g = c->group;
+        if (g == nullptr) {
+            continue;
+        }
+        for (size_t k = argvNowIndex(g->nrules) - 1 - g->nrules;
+             k < argvNowIndex(g->nrules) - 1; k++)
+        {
+            p = bulk(p, g->argv[k], g->argvlen[k]);
+        }
+    }
+
+    for (Call *c = first; c != nullptr; c = c->next) {
+        ngx_http_rl_group_t *g = c->group;
+        if (g == nullptr) {
+            continue;
+        }
+        size_t now = argvNowIndex(g->nrules);
+        p = bulk(p, g->argv[now - 1], g->argvlen[now - 1]);  /* its count */
+        int64_t waited = nowUs - g->sent_us;
+        size_t len = 0;  /* "": Redis' TIME itself */
+        if (waited > 0) {
+            text[0] = '-';
+            len = decimal(text + 1, static_cast<size_t>(waited)) - text;
+        }
+        p = bulk(p, text, len);
+        for (size_t k = now + 1; k < g->argc; k++) {
+            p = bulk(p, g->argv[k], g->argvlen[k]);
+        }
     }
     return static_cast<size_t>(p - buf_);
 }

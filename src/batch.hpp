@@ -49,10 +49,11 @@ private:
     Call *tail_ = nullptr;
 };
 
-/* One batch's call as the bytes Redis reads (RESP), in buffers reused
- * from call to call (hiredis copies the command when it is queued):
- * formatting it here, with no printf, costs a third of what hiredis'
- * own formatting of the arguments did. */
+/* One batch's call as the bytes Redis reads (RESP), written straight
+ * from the requests' argument vectors into a buffer reused from call to
+ * call (hiredis copies the command when it is queued): formatting it
+ * here, with no printf, costs a third of what hiredis' own formatting of
+ * the arguments did. */
 class BatchCommand {
 public:
     ~BatchCommand();
@@ -66,17 +67,8 @@ public:
     const char *data() const { return reinterpret_cast<char *>(buf_); }
 
 private:
-    bool reserve(size_t args, size_t requests, ngx_log_t *log);
-    size_t encode(size_t argc, ngx_log_t *log);
-
-    const char **argv_ = nullptr;
-    size_t *lens_ = nullptr;
-    size_t cap_ = 0;
-    u_char *ages_ = nullptr;         /* "-A" of each request */
-    size_t agesCap_ = 0;
     u_char *buf_ = nullptr;          /* the command */
     size_t bufCap_ = 0;
-    u_char keys_[NGX_INT_T_LEN];
 };
 
 /* The part of a batch's reply for a call of `rules` rules starting at
