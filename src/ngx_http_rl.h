@@ -184,6 +184,19 @@ ngx_http_rl_dry_run(const ngx_http_rl_ctx_t *ctx,
 }
 
 
+/* X-RateLimit-Reset and $rl_reset, seconds: a rejected request's binding
+ * rule frees capacity after its retry, an admitted one's is whole again
+ * after its reset. */
+static ngx_inline int64_t
+ngx_http_rl_reset_seconds(const ngx_http_rl_ctx_t *ctx)
+{
+    const rl_outcome_t  *o = &ctx->outcomes[ctx->binding];
+
+    return rl_seconds_ceil(ctx->status == NGX_HTTP_RL_STATUS_REJECTED
+                           ? o->retry_ms : o->reset_ms);
+}
+
+
 /* ngx_http_rl_directives.c */
 char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);

@@ -64,8 +64,7 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
     rule = (ngx_http_rl_rule_t *) lcf->rules->elts + ctx->binding;
     o = &ctx->outcomes[ctx->binding];
 
-    reset = rl_seconds_ceil(ctx->status == NGX_HTTP_RL_STATUS_REJECTED
-                            ? o->retry_ms : o->reset_ms);
+    reset = ngx_http_rl_reset_seconds(ctx);
 
     if (ngx_http_rl_add_header(r, "X-RateLimit-Limit", 17,
                                (int64_t) rule->limit) != NGX_OK

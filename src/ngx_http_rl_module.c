@@ -273,8 +273,7 @@ ngx_http_rl_figure_variable(ngx_http_request_t *r,
         n = o->remaining;
         break;
     default:
-        n = rl_seconds_ceil(ctx->status == NGX_HTTP_RL_STATUS_REJECTED
-                            ? o->retry_ms : o->reset_ms);
+        n = ngx_http_rl_reset_seconds(ctx);
     }
 
     v->data = ngx_pnalloc(r->pool, NGX_INT64_LEN);
