@@ -129,17 +129,21 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
 void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
                              const ngx_http_rl_rule_t *rule,
                              const ngx_str_t *value,
-                             const rl_outcome_t *o) noexcept {
+                             const rl_outcome_t *o,
+                             int64_t decidedUs) noexcept {
     u_char text[kMaxKey];
     size_t len = keyOf(text, rule, value);
-    if (len == 0 || o->retry_us <= 0) {
+    int64_t now = rl::monotonicUs();
+    /* The retry counts from the decision, not from the reply's arrival:
+     * a reply that waited (Redis' queue, a busy worker) must not make
+     * the cache reject longer than Redis would. In microseconds: a retry
+     * of 10 us at a high rate is not 1 ms. */
+    int64_t until = decidedUs + o->retry_us;
+    if (len == 0 || o->retry_us <= 0 || until <= now) {
         return;
     }
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_crc32_short(text, len);
-    int64_t now = rl::monotonicUs();
-    /* microseconds: a retry of 10 us at a high rate is not 1 ms */
-    int64_t until = now + o->retry_us;
 
     ngx_slab_pool_t *pool = poolOf(zone);
     Shared *sh = shared(zone);

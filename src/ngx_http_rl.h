@@ -235,9 +235,12 @@ ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
     rl_outcome_t *out) RL_NOEXCEPT;
+/* decided_us: when the request went to Redis, on rl::monotonicUs()'s
+ * clock (no later than Redis decided it); the entry lasts its retry
+ * from then */
 void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
-    const rl_outcome_t *o) RL_NOEXCEPT;
+    const rl_outcome_t *o, int64_t decided_us) RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,

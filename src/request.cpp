@@ -334,7 +334,7 @@ void rememberRejection(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
         ngx_uint_t i = g->rules[k];
         if (ctx->outcomes[i].retry_ms > 0 && cacheable(ctx, g, &rules[i])) {
             ngx_http_rl_deny_insert(deny, &rules[i], &ctx->values[i],
-                                    &ctx->outcomes[i]);
+                                    &ctx->outcomes[i], g->sent_us);
         }
     }
 }
