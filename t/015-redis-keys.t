@@ -66,18 +66,28 @@ sub keys_of { grep { length } split /\n/, $r->cli('KEYS', shift // '*') }
 
 for my $name (sort keys %RULE) {
     my ($params, $type, $horizon) = @{ $RULE{$name} };
-    my @codes = http_parallel($port, [ ("/$name?k=c$name") x 40 ],
-                              concurrency => 4);
+    # a short-lived key (a 1 s window) can expire between the requests
+    # and its inspection on a busy machine: then traffic again, at most
+    # three times, on a fresh key value
+    my (@codes, @k, $key, $seen);
+    for my $try (1 .. 3) {
+        my $value = "c$name" . ($try > 1 ? "t$try" : '');
+        @codes = http_parallel($port, [ ("/$name?k=$value") x 40 ],
+                               concurrency => 4);
+        @k = keys_of("*{$value}*");
+        $key = $k[0];
+        $seen = defined $key ? $r->cli('TYPE', $key) : 'none';
+        last if $seen ne 'none';
+    }
     ok((grep { $_ == 200 } @codes) >= 1 && (grep { $_ == 429 } @codes) >= 1,
        "$name: some admitted, some rejected")
         or diag("@codes");
-    my @k = keys_of("*{c$name}*");
     is(scalar @k, 1, "$name ($params): one key per rule and key value")
         or diag("@k");
-    my $key = $k[0] // next;
-    like($key, qr/^rl:\{c$name\}:[0-9a-f]{16}$/,
+    next unless defined $key;
+    like($key, qr/^rl:\{c$name(?:t\d)?\}:[0-9a-f]{16}$/,
          "$name: key is PREFIX{VALUE}:RULEID ($key)");
-    is($r->cli('TYPE', $key), $type, "$name: a $type");
+    is($seen, $type, "$name: a $type");
     my $pttl = $r->cli('PTTL', $key);
     ok($pttl > 0 && $pttl <= $horizon + 1,
        "$name: PTTL $pttl in (0, $horizon] ms");
@@ -132,9 +142,11 @@ for my $name (sort keys %RULE) {
 }
 
 my @all = keys_of();
+# -2: gone since KEYS listed it (it had a TTL, and it ended)
 my @bad = grep {
     my $t = $r->cli('PTTL', $_);
-    $t <= 0 || $t > ($_ =~ /\{ctbday\}/ ? 86400000 : 10000)
+    my $horizon = /\{ctbday(?:t\d)?\}/ ? 86400000 : 10000;
+    $t != -2 && ($t <= 0 || $t > $horizon)
 } @all;
 ok(@all && !@bad, 'every key has a TTL within its rule\'s horizon ('
                   . scalar(@all) . ' keys)')
@@ -145,7 +157,7 @@ ok(@all && !@bad, 'every key has a TTL within its rule\'s horizon ('
 # the client goes away: within the longest horizon (bigcost's 10s is not
 # waited for; all others are at most 2s) nothing is left but it and tbday
 ok(wait_until(sub {
-    !grep { !/\{(?:big|ctbday)\}/ } keys_of();
+    !grep { !/\{(?:big|ctbday(?:t\d)?)\}/ } keys_of();
 }, timeout => 5, interval => 0.1), 'idle: keys expire by themselves')
     or diag(join ' ', keys_of());
 
