@@ -11,9 +11,26 @@
 
 local UNPACK = { [16] = '<dd', [24] = '<ddd' }
 
+-- A decision call reads each key once and writes it once (rl.lua
+-- flush()): the requests of a batch on one key (a global limit, a busy
+-- client) share one GET and one SET, which cost more than everything
+-- else a decision does. STATE[key] is the key's value as the call has
+-- left it so far (false: none); nil outside a decision call (a refund
+-- reads and writes Redis directly).
+local STATE
+
 -- get(key, bytes) -> the numbers of key's state, if it has that size
 local function get(key, bytes)
-    local v = redis.call('GET', key)
+    local v
+    if STATE then
+        v = STATE[key]
+        if v == nil then
+            v = redis.call('GET', key)
+            STATE[key] = v
+        end
+    else
+        v = redis.call('GET', key)
+    end
     if v and #v == bytes then
         return struct.unpack(UNPACK[bytes], v)
     end

@@ -44,7 +44,8 @@
 -- Cost: this runs on every request, so it makes few tables (each costs
 -- about as much as a command), prints and parses no number it can avoid,
 -- and decides a rule with one GET and, if admitted, one SET ... PX; a
--- batch shares the call, TIME and this driver among its requests.
+-- batch shares the call, TIME and this driver among its requests, and
+-- its requests on one key share that GET and SET (meter.lua STATE).
 
 local clock
 local function redis_now()
@@ -123,18 +124,45 @@ local function block(a)
     return n, t, 0
 end
 
+-- what a decision call writes at its end: WRITTEN[1..] the keys in the
+-- order first written, TTL_MS[key] the TTL of the last write that set
+-- one, in ms (false: none did, the key keeps its own)
+local WRITTEN, TTL_MS = {}, {}
+
 -- counts an admitted request in a rule: v as check() made it, with a
 -- TTL of ttl us (false: the one the key has), the request being age us
 -- older than Redis' clock
 local function write(key, alg, v, ttl, age)
     if alg.commit then
         alg.commit(key, v, math.max(ttl - age, 1))
-    elseif ttl then
-        redis.call('SET', key, v, 'PX', px(math.max(ttl - age, 1)))
-    else
-        -- the key ends when it should already (half the cost of setting
-        -- a TTL)
-        redis.call('SET', key, v, 'KEEPTTL')
+        return
+    end
+    STATE[key] = v
+    if ttl then
+        if TTL_MS[key] == nil then
+            WRITTEN[#WRITTEN + 1] = key
+        end
+        TTL_MS[key] = px(math.max(ttl - age, 1))
+    elseif TTL_MS[key] == nil then
+        WRITTEN[#WRITTEN + 1] = key
+        TTL_MS[key] = false
+    end
+end
+
+-- one SET per key written, with the last TTL set: the key ends where
+-- it would have, the SET coming some microseconds later (within the 1 ms
+-- every TTL has to spare)
+local function flush()
+    for i = 1, #WRITTEN do
+        local key = WRITTEN[i]
+        local ms = TTL_MS[key]
+        if ms then
+            redis.call('SET', key, STATE[key], 'PX', ms)
+        else
+            -- the key ends when it should already (half the cost of
+            -- setting a TTL)
+            redis.call('SET', key, STATE[key], 'KEEPTTL')
+        end
     end
 end
 
@@ -175,6 +203,7 @@ end
 -- for rule i (false: it rejects), its TTL in us, its algorithm, its cost
 local reply = {}
 local pending = {}
+STATE = {}
 local a, k, r = 1, 0, 1
 while a <= last do
     local n, now, age = block(a)
@@ -253,6 +282,8 @@ while a <= last do
     a = a + 2 + 2 * n
     k = k + n
 end
+
+flush()
 
 -- one string of little-endian doubles: hiredis makes one object of it,
 -- where an array of integers would be one per figure

@@ -853,4 +853,42 @@ TEST_F(LuaScript, BatchWithABadBlockIsAnErrorReply) {
     EXPECT_EQ(r->type, REDIS_REPLY_ERROR);
 }
 
+/* The requests of a call on one key share one GET and one SET (the
+ * hot-key case: a global limit, a busy client), and decide exactly as
+ * if each had read and written the key itself: the fourth of four on a
+ * limit of three is rejected, the key holds three, and it lives as long
+ * as the last TTL set says. */
+TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    Rule s = sliding("10.0.0.7", 3, 10 * kSec);
+    Rule f = fixed("10.0.0.8", 5, 10 * kSec);
+    command({"CONFIG", "RESETSTAT"});
+    ReplyPtr r = batch({{{s}, "-40"}, {{s, f}, "-30"}, {{s}, "-20"},
+                        {{s}, "-10"}, {{f}, ""}});
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(r->type, REDIS_REPLY_STRING)
+        << std::string(r->str != nullptr ? r->str : "", r->len);
+    std::vector<size_t> rules{1, 2, 1, 1, 1};
+    std::vector<Decision> d;
+    size_t at = 0;
+    for (size_t n : rules) {
+        d.push_back(part(r.get(), at, n));
+        ASSERT_EQ(d.back().status, ReplyStatus::Ok);
+        at += rl::replyBytes(n);
+    }
+    EXPECT_TRUE(d[0].allowed && d[1].allowed && d[2].allowed);
+    EXPECT_FALSE(d[3].allowed) << describe(d[3]);
+    EXPECT_TRUE(d[4].allowed);
+    EXPECT_EQ(d[2].out[0].remaining, 0);
+    EXPECT_EQ(d[4].out[0].remaining, 3); /* f: d[1] and d[4] */
+    /* two keys: two GETs, two SETs, whatever the number of requests */
+    EXPECT_EQ(commandCalls("get"), 2);
+    EXPECT_EQ(commandCalls("set"), 2);
+    EXPECT_EQ(state(s).at("c"), "3");
+    EXPECT_EQ(state(f).at("c"), "2");
+    long long ttl = pttl(s.key);
+    EXPECT_GT(ttl, 10000); /* until the next window ends */
+    EXPECT_LE(ttl, 20001);
+}
+
 }  // namespace

@@ -410,6 +410,23 @@ protected:
         return integerCommand({"PTTL", key});
     }
 
+    /* How many times Redis ran `name` (lowercase; scripts' commands
+     * included) since the last CONFIG RESETSTAT, from INFO commandstats. */
+    long long commandCalls(const std::string& name) {
+        ReplyPtr r = command({"INFO", "commandstats"});
+        if (r == nullptr || r->type != REDIS_REPLY_STRING) {
+            ADD_FAILURE() << "INFO commandstats failed";
+            return -1;
+        }
+        std::string info(r->str, r->len);
+        std::string tag = "cmdstat_" + name + ":calls=";
+        size_t at = info.find(tag);
+        if (at == std::string::npos) {
+            return 0;
+        }
+        return std::stoll(info.substr(at + tag.size()));
+    }
+
     int64_t redisTimeUs() {
         ReplyPtr r = command({"TIME"});
         if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
