@@ -1,6 +1,6 @@
 -- fixed_window.lua: one counter per window, windows aligned to the epoch.
 --
--- KEYS: the rule's state key. ARGV: limit N, window_us W, cost C
+-- Takes the rule's state key, limit N, window_us W, cost C
 -- (burst, delay unused).
 -- State (lua/meter.lua): w = window index, c = count in it. A stored
 --   window later than now's (the clock went back) is taken as the

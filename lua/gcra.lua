@@ -4,7 +4,7 @@
 -- leaky_bucket.lua, kept as one time instead of a level: the same
 -- figures for the same requests.
 --
--- KEYS: the rule's state key. ARGV: limit N, window_us W, burst B,
+-- Takes the rule's state key, limit N, window_us W, burst B,
 -- cost C, delay D (nodelay: D = B).
 -- Units: g / N us, g = gcd(N, W): a request is w' = W / g units, a
 --   microsecond n' = N / g; capacity K = B + 1 requests, K * w' units.

@@ -1,7 +1,7 @@
 -- leaky_bucket.lua: a meter that fills by each request and drains at
 -- the rate; burst B requests deep beyond the conforming one.
 --
--- KEYS: the rule's state key. ARGV: limit N, window_us W, burst B,
+-- Takes the rule's state key, limit N, window_us W, burst B,
 -- cost C, delay D (nodelay: D = B).
 -- Units: g / N us, g = gcd(N, W): a request is w' = W / g units, a
 --   microsecond n' = N / g; capacity K = B + 1 requests, K * w' units.

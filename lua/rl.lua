@@ -7,18 +7,27 @@
 -- and run only when needed: algorithm(name) gives it (lua/embed.sh),
 -- then this driver.
 --
--- KEYS      the state keys of every rule of every request, in order;
---           keys of one key value share a hash tag
--- ARGV      one block per request, then "refund" or nothing:
---   n       number of rules of the request
---   now     its time: "" for Redis' TIME; "-A" for TIME minus A us (the
---           request arrived A us before its batch left nginx); else a
---           time in us (tests; a refund sends its decision's)
---   then for each rule i: its spec "ALG N W B D DRY" (algorithm, limit
---           N, window_us W, burst B, delay D, dry run 1 or 0, decimal)
---           and its cost C (see src/core/script.hpp)
---   "refund" last: give back what each request's decision, made at its
---           `now`, counted (another zone rejected it)
+-- KEYS      the state keys of the call, each once (keys of one key
+--           value share a hash tag)
+-- ARGV[1]   the requests, packed as little-endian doubles (struct.pack
+--           '<d'; each an integer): for each request in order
+--             n t k s c     its rule count n, its time t, and its first
+--                           rule's k s c
+--             k s c         each further rule of it
+--   t       t <= 0: Redis' TIME plus t (the request arrived -t us before
+--           its batch left nginx; 0: TIME itself); t > 0: that time in
+--           us (tests; a refund sends its decision's)
+--   k s c   the rule's key KEYS[k], its spec ARGV[s + 1], its cost c
+-- ARGV[2..] the specs of the call's rules, each once: limit N,
+--           window_us W, burst B, delay D, dry run 1 or 0, packed like
+--           ARGV[1], then the algorithm's name (see src/core/script.hpp)
+-- ARGV[#ARGV] "refund" for a refund: give back what each request's
+--           decision, made at its time t, counted (another zone
+--           rejected it)
+--
+-- Numbers go packed, and specs once per call, because each argument
+-- costs Redis about as much as a short command, and parsing a decimal
+-- number about as much again.
 --
 -- Reply (decide): one string of little-endian doubles: for each request:
 --          allowed (1 or 0), then for each of its rules: remaining,
@@ -31,14 +40,14 @@
 -- A request is admitted only if every rule that is not a dry run admits
 -- it; then every rule that admits it counts it (a dry-run rule that would
 -- reject it takes nothing, and never delays), otherwise none does (a
--- rejection writes nothing). A bad block is an error reply for the whole
+-- rejection writes nothing). A bad record is an error reply for the whole
 -- call (the module never sends one).
 --
 -- Every key written expires when its state decides as a fresh one
 -- would (src/core/algorithm.hpp idleAtUs), in ms rounded up, plus 1 ms:
 -- Redis expires keys on a millisecond clock, and before 7.2 a PEXPIRE of
 -- 1 may even delete the key at once when a millisecond ticks meanwhile
--- (redis/redis#10300). For a request of "-A", that time is A us nearer.
+-- (redis/redis#10300). For a request of t < 0, that time is -t us nearer.
 -- Reply (refund): 1
 --
 -- Cost: this runs on every request, so it makes few tables (each costs
@@ -56,72 +65,75 @@ local function redis_now()
     return clock
 end
 
--- A rule's spec "ALG LIMIT WINDOW BURST DELAY DRY" parsed once per call
--- (the requests of a batch mostly share their rules): { algorithm,
--- limit, window, burst, delay, dry }, or an error reply.
+local last = #ARGV
+local refunding = ARGV[last] == 'refund'
+if refunding then
+    last = last - 1
+end
+
+-- SPECS[s]: spec s read, { algorithm, limit, window, burst, delay, dry
+-- }, once per call; or nil and why not
 local SPECS = {}
-local function spec(text, i)
-    local s = SPECS[text]
-    if s ~= nil then
-        return s
+local function spec(s)
+    local text = s >= 1 and s < last and ARGV[s + 1]
+    if not text or #text <= 40 then
+        return nil, 'ERR rl: bad arguments: no spec ' .. s
     end
-    local name, limit, window, burst, delay, dry = string.match(text,
-        '^([%w_]+) (%d+) (%d+) (%d+) (%d+) ([01])$')
+    local limit, window, burst, delay, dry, at =
+        struct.unpack('<ddddd', text)
+    local name = string.sub(text, at)
     local alg = algorithm(name)
     if alg == nil then
-        return redis.error_reply('ERR rl: unknown algorithm '
-                                 .. tostring(name or text))
+        return nil, 'ERR rl: unknown algorithm ' .. name
     end
-    limit, window = tonumber(limit), tonumber(window)
-    if limit < 1 or window < 1 then
-        return redis.error_reply('ERR rl: bad arguments for rule ' .. i)
+    if limit < 1 or window < 1 or burst < 0 or delay < 0 then
+        return nil, 'ERR rl: bad arguments in spec ' .. s
     end
-    s = { alg, limit, window, tonumber(burst), tonumber(delay), dry == '1' }
-    SPECS[text] = s
-    return s
+    local v = { alg, limit, window, burst, delay, dry == 1 }
+    SPECS[s] = v
+    return v
 end
 
-local COSTS = {}
+local H = ARGV[1] or ''
+local size = #H
 
--- rule i of the block at ARGV[a]: its algorithm and numbers, or an
--- error reply
-local function rule(a, i)
-    local b = a + 2 * i
-    local s = spec(ARGV[b] or '', i)
-    if s.err then
-        return s
+-- the rule k s c at byte pos of H: its key, algorithm and numbers, and
+-- where the next record starts; or nil and why not
+local function rule(k, s, c, pos)
+    local key = KEYS[k]
+    local v, err = SPECS[s], nil
+    if v == nil then
+        v, err = spec(s)
     end
-    local text = ARGV[b + 1] or ''
-    local cost = COSTS[text]
-    if cost == nil then
-        cost = tonumber(text)
-        if cost == nil or cost < 0 then
-            return redis.error_reply('ERR rl: bad arguments for rule ' .. i)
-        end
-        COSTS[text] = cost
+    if key == nil or v == nil or c < 0 then
+        return nil, err or 'ERR rl: bad arguments: a rule of key ' .. k
     end
-    return s[1], s[2], s[3], s[4], cost, s[5], s[6]
+    return key, v[1], v[2], v[3], v[4], c, v[5], v[6], pos
 end
 
--- the block at ARGV[a]: its rule count, time, and how much sooner than
--- Redis' clock that time is (0 for a given time), or nil
-local function block(a)
-    local n = COSTS[ARGV[a]] or tonumber(ARGV[a])
-    local at = ARGV[a + 1]
-    if n == nil or n < 1 or at == nil then
-        return nil
+-- the next rule at byte pos of H, as rule() gives it
+local function next_rule(pos)
+    local k, s, c
+    k, s, c, pos = struct.unpack('<ddd', H, pos)
+    return rule(k, s, c, pos)
+end
+
+-- the request at byte pos of H: its rule count, time, how much sooner
+-- than Redis' clock that time is (0 for a given time), then its first
+-- rule as rule() gives it; or nil and why not
+local function request(pos)
+    if pos + 39 > size then
+        return nil, 'ERR rl: bad arguments: a request at byte ' .. pos
     end
-    if at == '' then
-        return n, redis_now(), 0
+    local n, t, k, s, c
+    n, t, k, s, c, pos = struct.unpack('<ddddd', H, pos)
+    if n < 1 or pos + 24 * (n - 1) > size + 1 then
+        return nil, 'ERR rl: bad arguments: a request at byte ' .. pos
     end
-    local t = tonumber(at)
-    if t == nil then
-        return nil
+    if t <= 0 then
+        return n, redis_now() + t, -t, rule(k, s, c, pos)
     end
-    if t < 0 then                       -- "-A": A us before Redis' TIME
-        return n, redis_now() + t, -t
-    end
-    return n, t, 0
+    return n, t, 0, rule(k, s, c, pos)
 end
 
 -- what a decision call writes at its end: WRITTEN[1..] the keys in the
@@ -166,57 +178,56 @@ local function flush()
     end
 end
 
-local last = #ARGV
-if ARGV[last] == 'refund' then
-    last = last - 1
-    -- every argument first: a refund writes nothing unless all are good
-    local a = 1
-    while a <= last do
-        local n = block(a)
-        if n == nil then
-            return redis.error_reply('ERR rl: bad request block')
+if refunding then
+    -- every record first: a refund writes nothing unless all are good
+    local pos = 1
+    while pos <= size do
+        local n, now, age, key, alg, limit, window, burst, cost, delay, dry,
+              nxt = request(pos)
+        if n == nil or key == nil then
+            return redis.error_reply(n and alg or now)
         end
-        for i = 1, n do
-            local alg = rule(a, i)
-            if type(alg) ~= 'table' or alg.check == nil then
-                return alg
+        pos = nxt
+        for i = 2, n do
+            key, alg, limit, window, burst, cost, delay, dry, pos =
+                next_rule(pos)
+            if key == nil then
+                return redis.error_reply(alg)
             end
         end
-        a = a + 2 + 2 * n
     end
-    local k = 0
-    a = 1
-    while a <= last do
-        local n, now = block(a)
-        for i = 1, n do
-            local alg, limit, window, burst, cost, delay = rule(a, i)
-            alg.refund(KEYS[k + i], now, limit, window, burst, cost, delay)
+    pos = 1
+    while pos <= size do
+        local n, now, age, key, alg, limit, window, burst, cost, delay, dry,
+              nxt = request(pos)
+        pos = nxt
+        alg.refund(key, now, limit, window, burst, cost, delay)
+        for i = 2, n do
+            key, alg, limit, window, burst, cost, delay, dry, pos =
+                next_rule(pos)
+            alg.refund(key, now, limit, window, burst, cost, delay)
         end
-        a = a + 2 + 2 * n
-        k = k + n
     end
     return 1
 end
 
 -- reply[r + 1 + 4 * (i - 1) ...]: rule i's figures, r where the request's
--- part starts; pending[4 * i - 3 ...]: what admitting the request writes
--- for rule i (false: it rejects), its TTL in us, its algorithm, its cost
+-- part starts; pending[5 * i - 4 ...]: what admitting the request writes
+-- for rule i (false: it rejects), its TTL in us, its algorithm, its cost,
+-- its key
 local reply = {}
 local pending = {}
 STATE = {}
-local a, k, r = 1, 0, 1
-while a <= last do
-    local n, now, age = block(a)
-    if n == nil then
-        return redis.error_reply('ERR rl: bad request block')
+local pos, r = 1, 1
+while pos <= size do
+    local n, now, age, key, alg, limit, window, burst, cost, delay, dry, nxt =
+        request(pos)
+    if n == nil or key == nil then
+        return redis.error_reply(n and alg or now)
     end
+    pos = nxt
     if n == 1 then
         -- one rule (the usual request): decided and counted at once
-        local alg, limit, window, burst, cost, delay, dry = rule(a, 1)
-        if type(alg) ~= 'table' or alg.check == nil then
-            return alg
-        end
-        local key = KEYS[k + 1]
         local ok, left, reset, retry, wait, v, ttl =
             alg.check(key, now, limit, window, burst, cost, delay)
         reply[r + 2] = reset
@@ -238,13 +249,15 @@ while a <= last do
     else
         reply[r] = 1
         for i = 1, n do
-            local alg, limit, window, burst, cost, delay, dry = rule(a, i)
-            if type(alg) ~= 'table' or alg.check == nil then
-                return alg
+            if i > 1 then
+                key, alg, limit, window, burst, cost, delay, dry, pos =
+                    next_rule(pos)
+                if key == nil then
+                    return redis.error_reply(alg)
+                end
             end
             local ok, left, reset, retry, wait, v, ttl =
-                alg.check(KEYS[k + i], now, limit, window, burst, cost,
-                          delay)
+                alg.check(key, now, limit, window, burst, cost, delay)
             if not ok and not dry then
                 reply[r] = 0
             end
@@ -257,30 +270,29 @@ while a <= last do
             else
                 reply[j + 3] = wait
             end
-            pending[4 * i - 3] = ok and v
-            pending[4 * i - 2] = ttl
-            pending[4 * i - 1] = alg
-            pending[4 * i] = cost
+            pending[5 * i - 4] = ok and v
+            pending[5 * i - 3] = ttl
+            pending[5 * i - 2] = alg
+            pending[5 * i - 1] = cost
+            pending[5 * i] = key
         end
 
         for i = 1, n do
             local j = r + 4 * i - 3
             if reply[r] == 0 then
                 reply[j + 3] = 0        -- nothing counted, nothing delayed
-            elseif pending[4 * i - 3] then
-                local cost = pending[4 * i]
+            elseif pending[5 * i - 4] then
+                local cost = pending[5 * i - 1]
                 reply[j] = math.max(reply[j] - cost, 0)
                 if cost > 0 then
-                    write(KEYS[k + i], pending[4 * i - 1],
-                          pending[4 * i - 3], pending[4 * i - 2], age)
+                    write(pending[5 * i], pending[5 * i - 2],
+                          pending[5 * i - 4], pending[5 * i - 3], age)
                 end
             end
         end
     end
     reply[r + 4 * n + 1] = now
     r = r + 4 * n + 2
-    a = a + 2 + 2 * n
-    k = k + n
 end
 
 flush()

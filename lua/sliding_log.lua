@@ -1,7 +1,7 @@
 -- sliding_log.lua: exact; the admission times of the last N admitted
 -- requests, so never more than N are admitted in any W.
 --
--- KEYS: the rule's state key. ARGV: limit N, window_us W, cost C
+-- Takes the rule's state key, limit N, window_us W, cost C
 -- (burst, delay unused).
 -- State (sorted set): one member per admitted unit of cost, score = its
 --   time in us, member = '%.0f' of that time, ':', and a 10-digit

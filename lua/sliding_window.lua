@@ -1,7 +1,7 @@
 -- sliding_window.lua: current window's count plus the previous window's,
 -- weighted by how much of it still overlaps the sliding window.
 --
--- KEYS: the rule's state key. ARGV: limit N, window_us W, cost C
+-- Takes the rule's state key, limit N, window_us W, cost C
 -- (burst, delay unused).
 -- State (lua/meter.lua): w = current window index, c = count in window
 --   w, p = count in window w - 1. A stored window later than now's (the

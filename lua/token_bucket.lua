@@ -1,7 +1,7 @@
 -- token_bucket.lua: a bucket of B tokens (default N), refilled at the
 -- rate; a request takes C tokens.
 --
--- KEYS: the rule's state key. ARGV: limit N, window_us W, burst B
+-- Takes the rule's state key, limit N, window_us W, burst B
 -- (the capacity), cost C (delay unused).
 -- Units: g / N us, g = gcd(N, W): a token is w' = W / g units, a
 --   microsecond refills n' = N / g; capacity K = B tokens, K * w' units.

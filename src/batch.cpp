@@ -1,6 +1,6 @@
 /*
- * batch.cpp: queued calls, the argument vector of a batch, and its
- * reply's parts (see batch.hpp; the layout is src/core/script.hpp's).
+ * batch.cpp: queued calls, the command of a batch, and its reply's parts
+ * (see batch.hpp; the layout is src/core/script.hpp's).
  */
 
 #include "batch.hpp"
@@ -42,6 +42,10 @@ Call *CallQueue::take() {
 
 BatchCommand::~BatchCommand() {
     ngx_free(buf_);
+    ngx_free(keys_);
+    ngx_free(specs_);
+    ngx_free(ruleKey_);
+    ngx_free(ruleSpec_);
 }
 
 namespace {
@@ -59,97 +63,165 @@ u_char *decimal(u_char *p, size_t v) {
     return ngx_cpymem(p, d, digits + sizeof(digits) - d);
 }
 
-/* one argument: "$len\r\n" arg "\r\n" */
-u_char *bulk(u_char *p, const void *data, size_t len) {
+/* "$len\r\n", the caller writes the argument, then ends() */
+u_char *bulkStart(u_char *p, size_t len) {
     *p++ = '$';
     p = decimal(p, len);
-    *p++ = '\r';
-    *p++ = '\n';
-    p = ngx_cpymem(p, data, len);
     *p++ = '\r';
     *p++ = '\n';
     return p;
 }
 
+u_char *bulkEnd(u_char *p) {
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+/* one argument: "$len\r\n" arg "\r\n" */
+u_char *bulk(u_char *p, const void *data, size_t len) {
+    return bulkEnd(ngx_cpymem(bulkStart(p, len), data, len));
+}
+
+template <class T>
+bool grow(T **array, size_t cap, ngx_log_t *log) {
+    auto *a = static_cast<T *>(ngx_alloc(cap * sizeof(T), log));
+    if (a == nullptr) {
+        return false;
+    }
+    ngx_free(*array);
+    *array = a;
+    return true;
+}
+
 }  // namespace
 
-/* "*argc\r\n", then the command, the script, the key count, every
- * request's keys, every request's block with its age for its `now` */
-size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
-                           ngx_log_t *log) {
-    size_t scriptLen = RL_SHA_LEN;
-    const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
+size_t BatchCommand::keyIndex(const ngx_str_t *key) {
+    size_t h = ngx_hash_key(key->data, key->len) & (kSlots - 1);
+    while (slots_[h] != 0) {
+        const ngx_str_t *k = keys_[slots_[h] - 1];
+        if (k->len == key->len && ngx_memcmp(k->data, key->data, k->len) == 0)
+        {
+            return slots_[h];
+        }
+        h = (h + 1) & (kSlots - 1);
+    }
+    keys_[nkeys_++] = key;
+    slots_[h] = static_cast<uint16_t>(nkeys_);
+    return nkeys_;
+}
 
-    /* each request brings its keys and its block: argc - 3 arguments */
-    size_t args = 3;
-    size_t keys = 0;
-    size_t size = 1 + NGX_INT64_LEN + 2 + 3 * kBulkOverhead + 7 + scriptLen +
-                  NGX_INT64_LEN;
+/* the same spec is the same rule's (or its dry run's) bytes: the few
+ * of a call are told apart by address */
+size_t BatchCommand::specIndex(const ngx_str_t *spec) {
+    for (size_t s = 0; s < nspecs_; s++) {
+        if (specs_[s] == spec) {
+            return s + 1;
+        }
+    }
+    specs_[nspecs_++] = spec;
+    return nspecs_;
+}
+
+bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
+    static_assert(kSlots >= 2 * (kMaxBatchKeys + kMaxRulesPerCall),
+                  "the key table stays at most half full");
+    if (rules > cap_) {
+        size_t cap = rules < 64 ? 64 : rules;
+        if (!grow(&keys_, cap, log) || !grow(&specs_, cap, log) ||
+            !grow(&ruleKey_, cap, log) || !grow(&ruleSpec_, cap, log))
+        {
+            cap_ = 0;
+            return false;
+        }
+        cap_ = cap;
+    }
+    ngx_memzero(slots_, sizeof(slots_));
+    nkeys_ = 0;
+    nspecs_ = 0;
+    size_t i = 0;
     for (Call *c = first; c != nullptr; c = c->next) {
         ngx_http_rl_group_t *g = c->group;
         if (g == nullptr) {
             continue;
         }
-        args += g->argc - 3;
-        keys += g->nrules;
-        for (size_t i = 3; i < g->argc; i++) {
-            size += kBulkOverhead + g->argvlen[i];
+        for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
+            ruleKey_[i] = static_cast<uint32_t>(keyIndex(&g->keys[k]));
+            ruleSpec_[i] = static_cast<uint32_t>(specIndex(g->specs[k]));
         }
-        size += NGX_INT64_LEN + 1;  /* "-A" in place of "" */
     }
-    if (keys == 0) {
+    return true;
+}
+
+/* "*argc\r\n", the command, the script, the key count, the keys, the
+ * head (each request's rule count and age, each rule's key, spec and
+ * cost), the specs */
+size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
+                           ngx_log_t *log) {
+    size_t requests = 0;
+    size_t rules = 0;
+    for (Call *c = first; c != nullptr; c = c->next) {
+        if (c->group != nullptr) {
+            requests++;
+            rules += c->group->nrules;
+        }
+    }
+    if (rules == 0 || !index(first, rules, log)) {
         return 0;
+    }
+
+    size_t scriptLen = RL_SHA_LEN;
+    const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
+    size_t headLen = requestBytes(0) * requests +
+                     (requestBytes(1) - requestBytes(0)) * rules;
+    size_t size = 1 + NGX_INT64_LEN + 2 + 7 + scriptLen + NGX_INT64_LEN +
+                  headLen + (4 + nkeys_ + nspecs_) * kBulkOverhead;
+    for (size_t k = 0; k < nkeys_; k++) {
+        size += keys_[k]->len;
+    }
+    for (size_t s = 0; s < nspecs_; s++) {
+        size += specs_[s]->len;
     }
     if (size > bufCap_) {
         size_t cap = size < 4096 ? 4096 : size * 2;
-        auto *buf = static_cast<u_char *>(ngx_alloc(cap, log));
-        if (buf == nullptr) {
+        if (!grow(&buf_, cap, log)) {
+            bufCap_ = 0;
             return 0;
         }
-        ngx_free(buf_);
-        buf_ = buf;
         bufCap_ = cap;
     }
 
     u_char *p = buf_;
     *p++ = '*';
-    p = decimal(p, args);
+    p = decimal(p, 4 + nkeys_ + nspecs_);
     *p++ = '\r';
     *p++ = '\n';
     p = eval ? bulk(p, "EVAL", 4) : bulk(p, "EVALSHA", 7);
     p = bulk(p, script, scriptLen);
-    u_char text[NGX_INT64_LEN + 1];
-    p = bulk(p, text, decimal(text, keys) - text);
-
-    for (Call *c = first; c != nullptr; c = c->next) {
-        ngx_http_rl_group_t *g = c->group;
-        if (g == nullptr) {
-            continue;
-        }
-        for (size_t k = argvNowIndex(g->nrules) - 1 - g->nrules;
-             k < argvNowIndex(g->nrules) - 1; k++)
-        {
-            p = bulk(p, g->argv[k], g->argvlen[k]);
-        }
+    u_char text[NGX_INT64_LEN];
+    p = bulk(p, text, decimal(text, nkeys_) - text);
+    for (size_t k = 0; k < nkeys_; k++) {
+        p = bulk(p, keys_[k]->data, keys_[k]->len);
     }
 
+    p = bulkStart(p, headLen);
+    size_t i = 0;
     for (Call *c = first; c != nullptr; c = c->next) {
         ngx_http_rl_group_t *g = c->group;
         if (g == nullptr) {
             continue;
         }
-        size_t now = argvNowIndex(g->nrules);
-        p = bulk(p, g->argv[now - 1], g->argvlen[now - 1]);  /* its count */
+        /* t = -A: the request waited A us (0: Redis' TIME itself) */
         int64_t waited = nowUs - g->sent_us;
-        size_t len = 0;  /* "": Redis' TIME itself */
-        if (waited > 0) {
-            text[0] = '-';
-            len = decimal(text + 1, static_cast<size_t>(waited)) - text;
+        p = requestHead(p, g->nrules, waited > 0 ? -waited : 0);
+        for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
+            p = ruleRecord(p, ruleKey_[i], ruleSpec_[i], g->costs[k]);
         }
-        p = bulk(p, text, len);
-        for (size_t k = now + 1; k < g->argc; k++) {
-            p = bulk(p, g->argv[k], g->argvlen[k]);
-        }
+    }
+    p = bulkEnd(p);
+
+    for (size_t s = 0; s < nspecs_; s++) {
+        p = bulk(p, specs_[s]->data, specs_[s]->len);
     }
     return static_cast<size_t>(p - buf_);
 }

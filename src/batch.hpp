@@ -4,8 +4,8 @@
  * driver once per turn instead of once per request, and nginx formats
  * and parses one command.
  *
- * A request queued here keeps its own time: its block in the call says
- * how long it waited ("-A": A us before Redis' TIME), so requests keep
+ * A request queued here keeps its own time: its record in the call says
+ * how long it waited (t = -A: A us before Redis' TIME), so requests keep
  * the spacing they arrived with.
  */
 #pragma once
@@ -33,7 +33,8 @@ struct Batch {
     Batch  *next;                    /* free list */
 };
 
-/* At most this many requests, and about this many keys, per call. */
+/* At most this many requests, and about this many keys, per call (the
+ * first request always goes, with up to kMaxRulesPerCall). */
 inline constexpr ngx_uint_t kMaxBatchRequests = 128;
 inline constexpr ngx_uint_t kMaxBatchKeys = 512;
 
@@ -50,10 +51,10 @@ private:
 };
 
 /* One batch's call as the bytes Redis reads (RESP), written straight
- * from the requests' argument vectors into a buffer reused from call to
- * call (hiredis copies the command when it is queued): formatting it
- * here, with no printf, costs a third of what hiredis' own formatting of
- * the arguments did. */
+ * from the requests' keys, specs and costs into a buffer reused from
+ * call to call (hiredis copies the command when it is queued), with no
+ * printf. Keys and specs go once per call (src/core/script.hpp): the
+ * requests of a hot key send it once. */
 class BatchCommand {
 public:
     ~BatchCommand();
@@ -67,8 +68,24 @@ public:
     const char *data() const { return reinterpret_cast<char *>(buf_); }
 
 private:
+    /* the call's keys and specs, each once, and each rule's indexes into
+     * them; false when out of memory */
+    bool index(Call *first, size_t rules, ngx_log_t *log);
+    size_t keyIndex(const ngx_str_t *key);
+    size_t specIndex(const ngx_str_t *spec);
+
     u_char *buf_ = nullptr;          /* the command */
     size_t bufCap_ = 0;
+    const ngx_str_t **keys_ = nullptr;
+    const ngx_str_t **specs_ = nullptr;
+    uint32_t *ruleKey_ = nullptr;    /* per rule, 1-based */
+    uint32_t *ruleSpec_ = nullptr;
+    size_t cap_ = 0;                 /* of each of the four */
+    size_t nkeys_ = 0;
+    size_t nspecs_ = 0;
+    /* keys_ by hash: index + 1, 0 free (open addressing) */
+    static constexpr size_t kSlots = 2048;
+    uint16_t slots_[kSlots];
 };
 
 /* The part of a batch's reply for a call of `rules` rules starting at

@@ -17,7 +17,6 @@
 static_assert(sizeof(rl_outcome_t) == sizeof(rl::RuleOutcome),
               "rl_outcome_t mirrors rl::RuleOutcome");
 static_assert(RL_RULE_ID_LEN == rl::kRuleIdLen, "rule id length");
-static_assert(RL_ARGS_PER_RULE == rl::kArgsPerRule, "arguments per rule");
 static_assert(RL_MAX_RULES == rl::kMaxRulesPerCall, "rules per call");
 
 int rl_parse_rate(const char *text, size_t len, uint64_t *limit,
@@ -98,27 +97,19 @@ const char *rl_script_sha(void) noexcept {
     return rl::scriptSha().data();
 }
 
-size_t rl_argv_count(size_t rules, int refund) noexcept {
-    return rl::argvCount(rules, refund != 0);
+size_t rl_spec_len(int algorithm) noexcept {
+    return rl::specBytes(rl::algorithmName(static_cast<rl::Algorithm>(
+        algorithm)));
 }
 
-size_t rl_argv_now_index(size_t rules) noexcept {
-    return rl::argvNowIndex(rules);
-}
-
-void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
-                  const char *count, size_t count_len, const char **keys,
-                  const size_t *key_lens, const char *const *rule_args,
-                  const size_t *rule_arg_lens, size_t rules,
-                  const char *now, size_t now_len) noexcept {
-    static_assert(RL_ARG_SPEC == 0 && RL_ARG_COST == 1, "RuleArgs' order");
-    rl::fillArgv(argv, argvlen, eval ? "EVAL" : "EVALSHA",
-                 eval ? rl::scriptText() : rl::scriptSha(),
-                 {count, count_len}, keys, key_lens, rule_args,
-                 rule_arg_lens, rules,
-                 now != nullptr ? std::string_view(now, now_len)
-                                : std::string_view(),
-                 now != nullptr);
+unsigned char *rl_spec_write(unsigned char *out, int algorithm,
+                             uint64_t limit, uint64_t window_us,
+                             uint64_t burst, uint64_t delay,
+                             int dry) noexcept {
+    return rl::writeSpec(out,
+                         rl::algorithmName(static_cast<rl::Algorithm>(
+                             algorithm)),
+                         limit, window_us, burst, delay, dry != 0);
 }
 
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,

@@ -103,8 +103,7 @@ typedef struct {
     uint32_t                    config_crc; /* of the script arguments */
     ngx_http_rl_rule_stats_t   *stats;      /* in the metrics zone */
     char                        id[RL_RULE_ID_LEN];
-    const char                 *args[RL_ARGS_PER_RULE]; /* enforced */
-    size_t                      arg_lens[RL_ARGS_PER_RULE];
+    ngx_str_t                   spec;       /* the script's, enforced */
     ngx_str_t                   dry_spec;   /* the spec of a dry run */
     u_char                     *file;       /* where it was written */
     ngx_uint_t                  line;
@@ -136,9 +135,9 @@ typedef struct {
     ngx_http_rl_call_t         *call;       /* in flight, or NULL */
     ngx_uint_t                 *rules;      /* indexes into ctx->outcomes */
     ngx_uint_t                  nrules;
-    const char                **argv;
-    size_t                     *argvlen;
-    ngx_uint_t                  argc;
+    ngx_str_t                  *keys;       /* state keys, per rule */
+    ngx_str_t                 **specs;      /* rule->spec or dry_spec */
+    uint64_t                   *costs;
     int64_t                     now_us;     /* when the script decided */
     int64_t                     sent_us;    /* for the latency histogram */
     unsigned                    done:1;

@@ -41,7 +41,7 @@ static char *ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_http_rl_rule_args_t *ra);
 static char *ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_http_rl_rule_args_t *ra);
-static char *ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
+static char *ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
 static ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf,
     ngx_str_t *name);
 
@@ -611,7 +611,7 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_ERROR;
     }
 
-    return ngx_http_rl_rule_args(cf, rule);
+    return ngx_http_rl_rule_spec(cf, rule);
 }
 
 
@@ -682,51 +682,39 @@ ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 }
 
 
-/* The script's constant arguments: algorithm, limit, window, burst,
- * cost (per request when a variable), delay. */
+/* The script's spec of the rule (src/core/script.hpp), twice: enforced
+ * and dry run (which of the two, rl_dry_run decides per request). */
 
 static char *
-ngx_http_rl_rule_args(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
+ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
 {
-    u_char      *p, *spec, *cost;
-    size_t       len, size;
-    const char  *name;
+    u_char  *p, cost[8];
+    size_t   len;
 
-    /* "ALG LIMIT WINDOW_US BURST DELAY DRY", the script's spec of the
-     * rule (src/core/script.hpp), twice: enforced and dry run (which of
-     * the two, rl_dry_run decides per request); then the cost */
+    len = rl_spec_len((int) rule->algorithm);
 
-    name = rl_algorithm_name((int) rule->algorithm, &len);
-    size = len + 4 * (NGX_INT64_LEN + 1) + 2;
-
-    p = ngx_pnalloc(cf->pool, 2 * size + NGX_INT64_LEN);
+    p = ngx_pnalloc(cf->pool, 2 * len);
     if (p == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    spec = p;
-    p = ngx_sprintf(p, "%*s %uL %uL %uL %uL 0", len, (u_char *) name,
-                    rule->limit, rule->window_us, rule->burst, rule->delay);
-    rule->args[RL_ARG_SPEC] = (char *) spec;
-    rule->arg_lens[RL_ARG_SPEC] = p - spec;
+    rule->spec.data = p;
+    rule->spec.len = len;
+    p = rl_spec_write(p, (int) rule->algorithm, rule->limit, rule->window_us,
+                      rule->burst, rule->delay, 0);
 
     rule->dry_spec.data = p;
-    p = ngx_cpymem(p, spec, p - spec);
-    p[-1] = '1';
-    rule->dry_spec.len = p - rule->dry_spec.data;
-
-    cost = p;
-    p = ngx_sprintf(p, "%uL", rule->cost);
-    rule->args[RL_ARG_COST] = (char *) cost;
-    rule->arg_lens[RL_ARG_COST] = p - cost;
+    rule->dry_spec.len = len;
+    (void) rl_spec_write(p, (int) rule->algorithm, rule->limit,
+                         rule->window_us, rule->burst, rule->delay, 1);
 
     /* what the deny cache keys on besides the state: a reload that
      * changes any of it starts afresh */
 
+    ngx_memcpy(cost, &rule->cost, sizeof(cost));
     ngx_crc32_init(rule->config_crc);
-    ngx_crc32_update(&rule->config_crc, spec, rule->arg_lens[RL_ARG_SPEC]);
-    ngx_crc32_update(&rule->config_crc, (u_char *) "|", 1);
-    ngx_crc32_update(&rule->config_crc, cost, rule->arg_lens[RL_ARG_COST]);
+    ngx_crc32_update(&rule->config_crc, rule->spec.data, rule->spec.len);
+    ngx_crc32_update(&rule->config_crc, cost, sizeof(cost));
     ngx_crc32_final(rule->config_crc);
 
     return NGX_CONF_OK;

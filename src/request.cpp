@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "clock.hpp"
+#include "core/script.hpp"
 
 static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
               "the request context lives in r->pool");
@@ -58,7 +59,8 @@ ngx_http_rl_ctx_t *createCtx(ngx_http_request_t *r,
     return ctx;
 }
 
-/* Builds the argument vector of one group's script call. */
+/* What one group's script call needs per rule: its state key, spec and
+ * cost (src/batch.cpp writes the call). */
 ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
                     const ngx_str_t *values) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(
@@ -66,22 +68,11 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
     ngx_uint_t n = g->nrules;
     ngx_pool_t *p = r->pool;
 
-    auto **keys = static_cast<const char **>(
-        ngx_palloc(p, n * sizeof(char *)));
-    auto *keyLens = static_cast<size_t *>(ngx_palloc(p, n * sizeof(size_t)));
-    auto **args = static_cast<const char **>(
-        ngx_palloc(p, n * RL_ARGS_PER_RULE * sizeof(char *)));
-    auto *argLens = static_cast<size_t *>(
-        ngx_palloc(p, n * RL_ARGS_PER_RULE * sizeof(size_t)));
-    auto *count = static_cast<u_char *>(ngx_pnalloc(p, NGX_INT_T_LEN));
-    g->argc = rl_argv_count(n, 0);
-    g->argv = static_cast<const char **>(
-        ngx_palloc(p, g->argc * sizeof(char *)));
-    g->argvlen = static_cast<size_t *>(
-        ngx_palloc(p, g->argc * sizeof(size_t)));
-    if (keys == nullptr || keyLens == nullptr || args == nullptr ||
-        argLens == nullptr || count == nullptr || g->argv == nullptr ||
-        g->argvlen == nullptr) {
+    g->keys = static_cast<ngx_str_t *>(ngx_palloc(p, n * sizeof(ngx_str_t)));
+    g->specs = static_cast<ngx_str_t **>(
+        ngx_palloc(p, n * sizeof(ngx_str_t *)));
+    g->costs = static_cast<uint64_t *>(ngx_palloc(p, n * sizeof(uint64_t)));
+    if (g->keys == nullptr || g->specs == nullptr || g->costs == nullptr) {
         return NGX_ERROR;
     }
 
@@ -97,31 +88,12 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
         }
         rl_state_key_write(key, reinterpret_cast<char *>(prefix->data),
                            prefix->len, value, v->len, rule->id);
-        keys[k] = key;
-        keyLens[k] = len;
-        for (ngx_uint_t a = 0; a < RL_ARGS_PER_RULE; a++) {
-            args[k * RL_ARGS_PER_RULE + a] = rule->args[a];
-            argLens[k * RL_ARGS_PER_RULE + a] = rule->arg_lens[a];
-        }
-        if (ngx_http_rl_dry_run(g->ctx, rule)) {
-            args[k * RL_ARGS_PER_RULE + RL_ARG_SPEC] =
-                reinterpret_cast<char *>(rule->dry_spec.data);
-            argLens[k * RL_ARGS_PER_RULE + RL_ARG_SPEC] = rule->dry_spec.len;
-        }
-        if (rule->cost_cv != nullptr) {
-            auto *cost = static_cast<u_char *>(ngx_pnalloc(p, NGX_INT64_LEN));
-            if (cost == nullptr) {
-                return NGX_ERROR;
-            }
-            args[k * RL_ARGS_PER_RULE + RL_ARG_COST] =
-                reinterpret_cast<char *>(cost);
-            argLens[k * RL_ARGS_PER_RULE + RL_ARG_COST] =
-                ngx_sprintf(cost, "%uL", g->ctx->costs[g->rules[k]]) - cost;
-        }
+        g->keys[k].data = reinterpret_cast<u_char *>(key);
+        g->keys[k].len = len;
+        g->specs[k] = ngx_http_rl_dry_run(g->ctx, rule) ? &rule->dry_spec
+                                                        : &rule->spec;
+        g->costs[k] = g->ctx->costs[g->rules[k]];
     }
-    size_t countLen = ngx_sprintf(count, "%ui", n) - count;
-    rl_argv_fill(g->argv, g->argvlen, 0, reinterpret_cast<char *>(count),
-                 countLen, keys, keyLens, args, argLens, n, nullptr, 0);
     return NGX_OK;
 }
 
@@ -241,31 +213,41 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
     }
     ngx_http_request_t *r = ctx->r;
     ngx_http_rl_link_t *link = linkFor(r, g->zone);
-    ngx_uint_t argc = rl_argv_count(g->nrules, 1);
+    /* EVALSHA sha n keys head specs refund (src/core/script.hpp), keys
+     * and specs in rule order, at the decision's time */
+    ngx_uint_t n = g->nrules;
+    ngx_uint_t argc = 5 + 2 * n;
     auto **argv = static_cast<const char **>(
         ngx_palloc(r->pool, argc * sizeof(char *)));
     auto *argvlen = static_cast<size_t *>(
         ngx_palloc(r->pool, argc * sizeof(size_t)));
-    auto *now = static_cast<u_char *>(ngx_pnalloc(r->pool, NGX_INT64_LEN));
+    auto *count = static_cast<u_char *>(ngx_pnalloc(r->pool, NGX_INT_T_LEN));
+    auto *head = static_cast<u_char *>(
+        ngx_pnalloc(r->pool, rl::requestBytes(n)));
     if (link == nullptr || argv == nullptr || argvlen == nullptr ||
-        now == nullptr) {
+        count == nullptr || head == nullptr) {
         return;
     }
-    ngx_memcpy(argv, g->argv, g->argc * sizeof(char *));
-    ngx_memcpy(argvlen, g->argvlen, g->argc * sizeof(size_t));
-    size_t i = rl_argv_now_index(g->nrules);
-    argv[i] = reinterpret_cast<char *>(now);
-    argvlen[i] = ngx_sprintf(now, "%L", g->now_us) - now;
+    argv[0] = "EVALSHA";
+    argvlen[0] = 7;
+    argv[1] = rl_script_sha();
+    argvlen[1] = RL_SHA_LEN;
+    argv[2] = reinterpret_cast<char *>(count);
+    argvlen[2] = ngx_sprintf(count, "%ui", n) - count;
+    u_char *p = rl::requestHead(head, n, g->now_us);
+    for (ngx_uint_t k = 0; k < n; k++) {
+        argv[3 + k] = reinterpret_cast<char *>(g->keys[k].data);
+        argvlen[3 + k] = g->keys[k].len;
+        argv[4 + n + k] = reinterpret_cast<char *>(g->specs[k]->data);
+        argvlen[4 + n + k] = g->specs[k]->len;
+        /* a dry-run rule that did not count it: nothing to give */
+        bool counted = ctx->outcomes[g->rules[k]].retry_ms == 0;
+        p = rl::ruleRecord(p, k + 1, k + 1, counted ? g->costs[k] : 0);
+    }
+    argv[3 + n] = reinterpret_cast<char *>(head);
+    argvlen[3 + n] = static_cast<size_t>(p - head);
     argv[argc - 1] = "refund";
     argvlen[argc - 1] = 6;
-    for (ngx_uint_t k = 0; k < g->nrules; k++) {
-        if (ctx->outcomes[g->rules[k]].retry_ms > 0) {
-            /* a dry-run rule that did not count it: nothing to give */
-            size_t cost = i + 1 + k * RL_ARGS_PER_RULE + RL_ARG_COST;
-            argv[cost] = "0";
-            argvlen[cost] = 1;
-        }
-    }
     (void) ngx_http_rl_link_send_only(link, argc, argv, argvlen);
 }
 

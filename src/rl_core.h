@@ -18,9 +18,6 @@ extern "C" {
 
 #define RL_RULE_ID_LEN      16
 #define RL_SHA_LEN          40
-#define RL_ARGS_PER_RULE    2     /* its spec, its cost */
-#define RL_ARG_SPEC         0
-#define RL_ARG_COST         1
 #define RL_MAX_RULES        64
 
 typedef struct {
@@ -64,16 +61,13 @@ int rl_algorithm_exact(int algorithm, uint64_t limit, uint64_t window_us,
 const char *rl_script_text(size_t *len) RL_NOEXCEPT;
 const char *rl_script_sha(void) RL_NOEXCEPT;
 
-/* Argument vector of one call: see src/core/script.hpp. rule_args holds
- * RL_ARGS_PER_RULE (pointer, length) pairs per rule. A decision has
- * now == NULL; a refund passes the decision's time as text. */
-size_t rl_argv_count(size_t rules, int refund) RL_NOEXCEPT;
-size_t rl_argv_now_index(size_t rules) RL_NOEXCEPT;
-void rl_argv_fill(const char **argv, size_t *argvlen, int eval,
-    const char *count, size_t count_len, const char **keys,
-    const size_t *key_lens, const char *const *rule_args,
-    const size_t *rule_arg_lens, size_t rules, const char *now,
-    size_t now_len) RL_NOEXCEPT;
+/* A rule's spec for the script (src/core/script.hpp writeSpec):
+ * rl_spec_len(algorithm) bytes, written by rl_spec_write, which returns
+ * the end. */
+size_t rl_spec_len(int algorithm) RL_NOEXCEPT;
+unsigned char *rl_spec_write(unsigned char *out, int algorithm,
+    uint64_t limit, uint64_t window_us, uint64_t burst, uint64_t delay,
+    int dry) RL_NOEXCEPT;
 
 /* Decodes an EVALSHA reply (a hiredis redisReply *). */
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,

@@ -1,6 +1,6 @@
 /* The embedded script run by a real redis-server (tests/redis_fixture.hpp),
- * with the test-only `now` argument (ARGV[2], microseconds) so window
- * edges are exact: the protocol, each algorithm's figures at its edges,
+ * with requests at given times (t > 0, microseconds) so window edges are
+ * exact: the protocol, each algorithm's figures at its edges,
  * stacked rules, refunds and TTLs. differential_test.cpp holds every
  * figure to the C++ core's. */
 
@@ -25,26 +25,10 @@ constexpr uint64_t kDay = 86400 * kSec;
 
 class LuaScript : public ScriptFixture {
 protected:
-    /* One call carrying requests as the module's batches do: every
-     * request's keys, then every request's block (n, now, rule arguments)
-     * with `now` as given ("-A": A us before Redis' TIME). */
-    using Request = std::pair<std::vector<Rule>, std::string>;
-
+    /* One call carrying requests as the module's batches do, each with
+     * its time t (-A: A us before Redis' TIME). */
     ReplyPtr batch(const std::vector<Request>& requests) {
-        std::vector<std::string> keys, blocks;
-        for (const auto& [rules, now] : requests) {
-            std::vector<std::string> one = argvOf(rules, 0, true, false);
-            size_t n = rules.size();
-            keys.insert(keys.end(), one.begin() + 3, one.begin() + 3 + n);
-            one[4 + n] = now;
-            blocks.insert(blocks.end(), one.begin() + 3 + n, one.end());
-        }
-        std::vector<std::string> argv{"EVALSHA",
-                                      std::string(rl::scriptSha()),
-                                      std::to_string(keys.size())};
-        argv.insert(argv.end(), keys.begin(), keys.end());
-        argv.insert(argv.end(), blocks.begin(), blocks.end());
-        return command(argv);
+        return command(callArgv(requests, true, false));
     }
 
     /* The part of a batch's reply for one request, decoded as the module
@@ -806,9 +790,9 @@ TEST_F(LuaScript, BatchDecidesInOrderEachOnItsOwnTime) {
     Rule g = gcra("10.0.0.9", 1, kSec, 0, 0); /* one per second */
     Rule f = fixed("10.0.0.9", 5, kDay);
     int64_t before = redisTimeUs();
-    ReplyPtr r = batch({{{g}, "-500000"},  /* 0.5 s ago */
-                        {{g, f}, "-1000"}, /* 1 ms ago */
-                        {{f}, ""}});       /* now */
+    ReplyPtr r = batch({{{g}, -500000},  /* 0.5 s ago */
+                        {{g, f}, -1000}, /* 1 ms ago */
+                        {{f}, 0}});      /* now */
     int64_t after = redisTimeUs();
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(r->type, REDIS_REPLY_STRING)
@@ -844,13 +828,33 @@ TEST_F(LuaScript, BatchDecidesInOrderEachOnItsOwnTime) {
     EXPECT_LE(ttl, 501);
 }
 
-/* A bad block fails the whole call with an error reply. */
-TEST_F(LuaScript, BatchWithABadBlockIsAnErrorReply) {
+/* A bad request fails the whole call with an error reply, before any
+ * write: one cut short, or naming a key or spec the call does not have. */
+TEST_F(LuaScript, BatchWithABadRequestIsAnErrorReply) {
     command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
     Rule f = fixed("10.0.0.9", 5, kDay);
-    ReplyPtr r = batch({{{f}, "-x"}});
-    ASSERT_NE(r, nullptr);
-    EXPECT_EQ(r->type, REDIS_REPLY_ERROR);
+    std::vector<std::string> good =
+        callArgv({{{f}, 0}, {{f}, 0}}, true, false);
+    const size_t head = 4; /* EVALSHA sha 1 key head spec */
+    ASSERT_EQ(good.size(), 6u);
+
+    std::vector<std::string> cut = good;
+    cut[head].resize(cut[head].size() - 8);
+    std::vector<std::string> noKey = good;
+    unsigned char* p = reinterpret_cast<unsigned char*>(noKey[head].data());
+    rl::ruleRecord(p + rl::requestBytes(0), 2, 1, 1); /* KEYS[2] */
+    std::vector<std::string> noSpec = good;
+    p = reinterpret_cast<unsigned char*>(noSpec[head].data());
+    rl::ruleRecord(p + rl::requestBytes(0), 1, 2, 1); /* spec 2 */
+    for (const auto& argv : {cut, noKey, noSpec}) {
+        ReplyPtr r = command(argv);
+        ASSERT_NE(r, nullptr);
+        EXPECT_EQ(r->type, REDIS_REPLY_ERROR);
+        EXPECT_NE(std::string(r->str != nullptr ? r->str : "", r->len)
+                      .find("bad arguments"),
+                  std::string::npos);
+    }
+    EXPECT_EQ(integerCommand({"EXISTS", f.key}), 0);
 }
 
 /* The requests of a call on one key share one GET and one SET (the
@@ -863,8 +867,8 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
     Rule s = sliding("10.0.0.7", 3, 10 * kSec);
     Rule f = fixed("10.0.0.8", 5, 10 * kSec);
     command({"CONFIG", "RESETSTAT"});
-    ReplyPtr r = batch({{{s}, "-40"}, {{s, f}, "-30"}, {{s}, "-20"},
-                        {{s}, "-10"}, {{f}, ""}});
+    ReplyPtr r = batch({{{s}, -40}, {{s, f}, -30}, {{s}, -20}, {{s}, -10},
+                        {{f}, 0}});
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(r->type, REDIS_REPLY_STRING)
         << std::string(r->str != nullptr ? r->str : "", r->len);

@@ -1,6 +1,6 @@
 /* A real redis-server for the script's tests (lua_script_test.cpp,
- * differential_test.cpp): the embedded script run with the test-only
- * `now` argument (ARGV[2], microseconds) so edges are exact.
+ * differential_test.cpp): the embedded script run with requests at given
+ * times (src/core/script.hpp: t > 0, microseconds) so edges are exact.
  *
  * The fixture starts `redis-server --port 0 --unixsocket DIR/r.sock`
  * once per test suite, polls for readiness with a deadline and kills it
@@ -260,55 +260,70 @@ protected:
     }
 
     /* One call of the script for these rules: EVAL (or EVALSHA) with
-     * fillArgv's layout, `now` nowUs ("" if 0), maybe a refund. */
+     * src/core/script.hpp's layout, at time nowUs (0: Redis' TIME),
+     * maybe a refund. */
     ReplyPtr run(const std::vector<Rule>& rules, uint64_t nowUs, bool sha,
                  bool refund) {
-        std::vector<std::string> argv = argvOf(rules, nowUs, sha, refund);
-        std::vector<const char*> ptrs;
-        std::vector<size_t> lens;
-        for (const std::string& a : argv) {
-            ptrs.push_back(a.data());
-            lens.push_back(a.size());
-        }
-        return commandArgv(ptrs, lens);
+        return command(argvOf(rules, nowUs, sha, refund));
     }
 
     /* A rule's spec, as the module makes it (src/core/script.hpp). */
     static std::string specOf(const Rule& r) {
-        return r.algorithm + " " + std::to_string(r.limit) + " " +
-               std::to_string(r.windowUs) + " " + std::to_string(r.burst) +
-               " " + std::to_string(r.delay) + (r.dryRun ? " 1" : " 0");
+        std::string spec(rl::specBytes(r.algorithm), '\0');
+        auto* p = reinterpret_cast<unsigned char*>(spec.data());
+        rl::writeSpec(p, r.algorithm, r.limit, r.windowUs, r.burst, r.delay,
+                      r.dryRun);
+        return spec;
     }
 
-    /* The argument vector of one call, as strings. */
+    /* One request of a call: its rules, its time t (src/core/script.hpp:
+     * 0 Redis' TIME, -A A us before it, else that time). */
+    using Request = std::pair<std::vector<Rule>, int64_t>;
+
+    /* The argument vector of a call of these requests, keys and specs
+     * each once, as the module makes it. */
+    static std::vector<std::string> callArgv(
+        const std::vector<Request>& requests, bool sha, bool refund) {
+        std::vector<std::string> keys, specs;
+        std::map<std::string, size_t> keyIndex, specIndex;
+        auto index = [](std::map<std::string, size_t>& seen,
+                        std::vector<std::string>& list, std::string s) {
+            auto [it, added] = seen.emplace(s, list.size() + 1);
+            if (added) {
+                list.push_back(s);
+            }
+            return it->second;
+        };
+        std::string head;
+        for (const auto& [rules, t] : requests) {
+            std::string part(rl::requestBytes(rules.size()), '\0');
+            auto* p = reinterpret_cast<unsigned char*>(part.data());
+            p = rl::requestHead(p, rules.size(), t);
+            for (const Rule& r : rules) {
+                p = rl::ruleRecord(p, index(keyIndex, keys, r.key),
+                                   index(specIndex, specs, specOf(r)),
+                                   r.cost);
+            }
+            head += part;
+        }
+        std::vector<std::string> argv{
+            sha ? "EVALSHA" : "EVAL",
+            std::string(sha ? rl::scriptSha() : rl::scriptText()),
+            std::to_string(keys.size())};
+        argv.insert(argv.end(), keys.begin(), keys.end());
+        argv.push_back(head);
+        argv.insert(argv.end(), specs.begin(), specs.end());
+        if (refund) {
+            argv.push_back("refund");
+        }
+        return argv;
+    }
+
+    /* The argument vector of one request's call, as strings. */
     static std::vector<std::string> argvOf(const std::vector<Rule>& rules,
                                            uint64_t nowUs, bool sha,
                                            bool refund) {
-        size_t n = rules.size();
-        std::string count = std::to_string(n);
-        std::string now = nowUs == 0 ? "" : std::to_string(nowUs);
-        std::vector<std::string> text;
-        text.reserve(2 * n);
-        std::vector<std::string_view> keys;
-        std::vector<rl::RuleArgs> args;
-        for (const Rule& r : rules) {
-            keys.push_back(r.key);
-            text.push_back(specOf(r));
-            text.push_back(std::to_string(r.cost));
-        }
-        for (size_t i = 0; i < n; i++) {
-            args.push_back({text[2 * i], text[2 * i + 1]});
-        }
-        std::vector<const char*> argv(rl::argvCount(n, refund));
-        std::vector<size_t> lens(rl::argvCount(n, refund));
-        rl::fillArgv(argv.data(), lens.data(), sha ? "EVALSHA" : "EVAL",
-                     sha ? rl::scriptSha() : rl::scriptText(), count,
-                     keys.data(), args.data(), n, now, refund);
-        std::vector<std::string> out;
-        for (size_t i = 0; i < argv.size(); i++) {
-            out.emplace_back(argv[i], lens[i]);
-        }
-        return out;
+        return callArgv({{rules, static_cast<int64_t>(nowUs)}}, sha, refund);
     }
 
     Decision call(const std::vector<Rule>& rules, uint64_t nowUs,

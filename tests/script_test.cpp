@@ -1,52 +1,24 @@
-/* The embedded script, its SHA1 and the EVALSHA / EVAL argument vector:
- *
- *   EVALSHA sha n key_1..key_n  n now  alg_1 limit_1 window_1 burst_1
- *           cost_1 delay_1 ... alg_n ... delay_n  [refund]             */
+/* The embedded script, its SHA1 and the packed numbers of a call
+ * (src/core/script.hpp). */
 
 #include "core/script.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/reply.hpp"
 #include "core/sha1.hpp"
 
 namespace {
 
 using namespace std::string_literals;
-
-/* The argv as strings (pointer + length), with a guard entry after the
- * announced count that fillArgv must leave alone. */
-struct Argv {
-    explicit Argv(size_t rules, bool refund = false)
-        : count(rl::argvCount(rules, refund)),
-          argv(count + 1, kGuard),
-          argvlen(count + 1, 12345) {}
-
-    std::vector<std::string> strings() const {
-        std::vector<std::string> out;
-        for (size_t i = 0; i < count; i++) {
-            EXPECT_NE(argv[i], nullptr) << "argv[" << i << "]";
-            out.emplace_back(argv[i] == nullptr ? "" : argv[i], argvlen[i]);
-        }
-        return out;
-    }
-
-    void expectGuardIntact() const {
-        EXPECT_EQ(argv[count], kGuard) << "wrote past argvCount entries";
-        EXPECT_EQ(argvlen[count], 12345u) << "wrote past argvCount entries";
-    }
-
-    static constexpr const char* kGuard = "guard";
-    size_t count;
-    std::vector<const char*> argv;
-    std::vector<size_t> argvlen;
-};
 
 std::string readFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -72,7 +44,8 @@ TEST(Script, TextHoldsEveryAlgorithmAndTheDriver) {
     EXPECT_EQ(text.find('\0'), std::string_view::npos);
     for (const char* a : {"fixed_window", "sliding_window", "sliding_log",
                           "token_bucket", "leaky_bucket", "gcra"}) {
-        EXPECT_NE(text.find("LOAD['"s + a + "']"), std::string_view::npos)
+        EXPECT_NE(text.find("name == '"s + a + "' then"),
+                  std::string_view::npos)
             << a;
     }
     EXPECT_NE(text.find("redis.call('TIME')"), std::string_view::npos);
@@ -112,183 +85,48 @@ TEST(Script, ShaIsSha1OfTheText) {
     EXPECT_EQ(rl::scriptSha().data(), sha.data());
 }
 
-TEST(Script, ArgvCount) {
-    EXPECT_EQ(rl::kArgsPerRule, 2u);
-    EXPECT_EQ(rl::argvCount(1), 8u);
-    EXPECT_EQ(rl::argvCount(3), 14u);
-    EXPECT_EQ(rl::argvCount(1, false), 8u);
-    EXPECT_EQ(rl::argvCount(1, true), 9u);
-    EXPECT_EQ(rl::argvCount(3, true), 15u);
-    EXPECT_EQ(rl::argvCount(rl::kMaxRulesPerCall),
-              5 + 3 * rl::kMaxRulesPerCall);
-    static_assert(rl::argvCount(2) == 11, "usable at compile time");
-}
-
-TEST(Script, NowIndex) {
-    /* command, script, n, n keys, n, now */
-    EXPECT_EQ(rl::argvNowIndex(1), 5u);
-    EXPECT_EQ(rl::argvNowIndex(3), 7u);
-    static_assert(rl::argvNowIndex(2) == 6, "usable at compile time");
-}
-
-const std::string_view kOneKey[] = {"rl:{10.0.0.1}:0123456789abcdef"};
-const rl::RuleArgs kOneRule[] = {{"fixed_window 10 1000000 0 0 0", "1"}};
-
-const std::string_view kThreeKeys[] = {"k:{a}:1111111111111111",
-                                       "k:{a}:2222222222222222",
-                                       "k:{a}:3333333333333333"};
-const rl::RuleArgs kThreeRules[] = {
-    {"fixed_window 10 1000000 0 0 0", "1"},
-    {"gcra 100 60000000 5 3 1", "2"},
-    {"token_bucket 1000 86400000000 1000 0 0", "1"}};
-
-std::vector<std::string> threeRuleTail() {
-    return {"fixed_window 10 1000000 0 0 0", "1",
-            "gcra 100 60000000 5 3 1", "2",
-            "token_bucket 1000 86400000000 1000 0 0", "1"};
-}
-
-TEST(Script, OneRuleEvalsha) {
-    Argv a(1);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
-                 "1", kOneKey, kOneRule, 1);
-    std::vector<std::string> expect = {
-        "EVALSHA", std::string(rl::scriptSha()), "1",
-        "rl:{10.0.0.1}:0123456789abcdef", "1", "",
-        "fixed_window 10 1000000 0 0 0", "1"};
-    EXPECT_EQ(a.strings(), expect);
-    a.expectGuardIntact();
-}
-
-TEST(Script, OneRuleEval) {
-    Argv a(1);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVAL", rl::scriptText(),
-                 "1", kOneKey, kOneRule, 1);
-    std::vector<std::string> expect = {
-        "EVAL", std::string(rl::scriptText()), "1",
-        "rl:{10.0.0.1}:0123456789abcdef", "1", "",
-        "fixed_window 10 1000000 0 0 0", "1"};
-    EXPECT_EQ(a.strings(), expect);
-    a.expectGuardIntact();
-}
-
-TEST(Script, ThreeRulesEvalsha) {
-    Argv a(3);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
-                 "3", kThreeKeys, kThreeRules, 3);
-    std::vector<std::string> expect = {
-        "EVALSHA", std::string(rl::scriptSha()), "3",
-        "k:{a}:1111111111111111", "k:{a}:2222222222222222",
-        "k:{a}:3333333333333333", "3", ""};
-    for (const std::string& s : threeRuleTail()) {
-        expect.push_back(s);
+/* The numbers of a call: little-endian IEEE doubles, exact for every
+ * integer below 2^53. */
+TEST(Script, PutDoubleIsLittleEndian) {
+    unsigned char b[16];
+    EXPECT_EQ(rl::putDouble(b, 1.0), b + 8);
+    const unsigned char one[] = {0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    EXPECT_EQ(std::memcmp(b, one, 8), 0);
+    for (double v : {0.0, -27.0, 1e15, 9007199254740991.0}) {
+        rl::putDouble(b + 8, v);
+        EXPECT_EQ(rl::doubleAt(reinterpret_cast<char*>(b), 1), v);
     }
-    EXPECT_EQ(a.strings(), expect);
-    a.expectGuardIntact();
 }
 
-TEST(Script, ThreeRulesEval) {
-    Argv a(3);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVAL", rl::scriptText(),
-                 "3", kThreeKeys, kThreeRules, 3);
-    std::vector<std::string> expect = {
-        "EVAL", std::string(rl::scriptText()), "3",
-        "k:{a}:1111111111111111", "k:{a}:2222222222222222",
-        "k:{a}:3333333333333333", "3", ""};
-    for (const std::string& s : threeRuleTail()) {
-        expect.push_back(s);
+TEST(Script, SpecIsItsNumbersThenTheAlgorithm) {
+    std::string spec(rl::specBytes("token_bucket"), '?');
+    auto* p = reinterpret_cast<unsigned char*>(spec.data());
+    EXPECT_EQ(rl::writeSpec(p, "token_bucket", 10, 1000000, 20, 0, true),
+              p + spec.size());
+    EXPECT_EQ(spec.size(), 40u + 12u);
+    const double want[] = {10, 1000000, 20, 0, 1};
+    for (size_t i = 0; i < rl::kSpecNumbers; i++) {
+        EXPECT_EQ(rl::doubleAt(spec.data(), i), want[i]) << i;
     }
-    EXPECT_EQ(a.strings(), expect);
-    a.expectGuardIntact();
+    EXPECT_EQ(spec.substr(40), "token_bucket");
+    rl::writeSpec(p, "token_bucket", 10, 1000000, 20, 0, false);
+    EXPECT_EQ(rl::doubleAt(spec.data(), 4), 0);
 }
 
-/* A refund sends the decision's time and a trailing "refund". */
-TEST(Script, OneRuleRefund) {
-    Argv a(1, true);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
-                 "1", kOneKey, kOneRule, 1, "1700000000123456", true);
-    std::vector<std::string> expect = {
-        "EVALSHA", std::string(rl::scriptSha()), "1",
-        "rl:{10.0.0.1}:0123456789abcdef", "1", "1700000000123456",
-        "fixed_window 10 1000000 0 0 0", "1", "refund"};
-    EXPECT_EQ(a.strings(), expect);
-    a.expectGuardIntact();
-}
-
-TEST(Script, ThreeRulesEvalRefund) {
-    Argv a(3, true);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVAL", rl::scriptText(),
-                 "3", kThreeKeys, kThreeRules, 3, "42", true);
-    std::vector<std::string> expect = {
-        "EVAL", std::string(rl::scriptText()), "3",
-        "k:{a}:1111111111111111", "k:{a}:2222222222222222",
-        "k:{a}:3333333333333333", "3", "42"};
-    for (const std::string& s : threeRuleTail()) {
-        expect.push_back(s);
+/* A request of n rules: n and t, then each rule's key, spec and cost. */
+TEST(Script, RequestRecords) {
+    static_assert(rl::requestBytes(1) == 40, "n t k s c");
+    EXPECT_EQ(rl::requestBytes(3), 88u);
+    std::string head(rl::requestBytes(2), '?');
+    auto* p = reinterpret_cast<unsigned char*>(head.data());
+    unsigned char* end = rl::requestHead(p, 2, -27);
+    end = rl::ruleRecord(end, 1, 2, 3);
+    end = rl::ruleRecord(end, 4, 1, 0);
+    EXPECT_EQ(end, p + head.size());
+    const double want[] = {2, -27, 1, 2, 3, 4, 1, 0};
+    for (size_t i = 0; i < 8; i++) {
+        EXPECT_EQ(rl::doubleAt(head.data(), i), want[i]) << i;
     }
-    expect.push_back("refund");
-    EXPECT_EQ(a.strings(), expect);
-    a.expectGuardIntact();
-}
-
-/* Tests decide at a time of their choosing: `now` without "refund". */
-TEST(Script, DecisionWithATime) {
-    Argv a(1);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
-                 "1", kOneKey, kOneRule, 1, "1700000000000000");
-    EXPECT_EQ(a.strings()[rl::argvNowIndex(1)], "1700000000000000");
-    EXPECT_EQ(a.strings().back(), "1"); /* the cost, not "refund" */
-    a.expectGuardIntact();
-}
-
-/* The C arrays the module passes give the same vector. */
-TEST(Script, CArraysGiveTheSameVector) {
-    Argv a(3, true);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
-                 "3", kThreeKeys, kThreeRules, 3, "42", true);
-    const char* keys[3];
-    size_t keyLens[3];
-    const char* args[3 * rl::kArgsPerRule];
-    size_t argLens[3 * rl::kArgsPerRule];
-    for (size_t k = 0; k < 3; k++) {
-        keys[k] = kThreeKeys[k].data();
-        keyLens[k] = kThreeKeys[k].size();
-        args[2 * k] = kThreeRules[k].spec.data();
-        argLens[2 * k] = kThreeRules[k].spec.size();
-        args[2 * k + 1] = kThreeRules[k].cost.data();
-        argLens[2 * k + 1] = kThreeRules[k].cost.size();
-    }
-    Argv b(3, true);
-    rl::fillArgv(b.argv.data(), b.argvlen.data(), "EVALSHA", rl::scriptSha(),
-                 "3", keys, keyLens, args, argLens, 3, "42", true);
-    EXPECT_EQ(a.strings(), b.strings());
-    b.expectGuardIntact();
-}
-
-/* Keys are passed by length: NUL bytes survive. */
-TEST(Script, BinaryKeysKeepTheirLength) {
-    std::string key = "rl:{\x7f\0\0\x01}:0123456789abcdef"s;
-    std::string_view keys[] = {key};
-    Argv a(1);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
-                 "1", keys, kOneRule, 1);
-    EXPECT_EQ(a.argvlen[3], key.size());
-    EXPECT_EQ(a.strings()[3], key);
-}
-
-/* The empty `now` asks the script for Redis' TIME: a zero-length
- * argument, but still a valid pointer for hiredis. */
-TEST(Script, NowIsEmptyByDefault) {
-    std::string_view keys[] = {"a", "b"};
-    rl::RuleArgs rules[] = {{"fixed_window 1 1000 0 0 0", "1"},
-                            {"fixed_window 2 2000 0 0 0", "1"}};
-    Argv a(2);
-    rl::fillArgv(a.argv.data(), a.argvlen.data(), "EVALSHA", rl::scriptSha(),
-                 "2", keys, rules, 2);
-    size_t now = rl::argvNowIndex(2);
-    EXPECT_NE(a.argv[now], nullptr);
-    EXPECT_EQ(a.argvlen[now], 0u);
-    EXPECT_EQ(a.strings()[now - 1], "2");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "script.hpp"
 
+#include <cstring>
+
 #include "ngx_http_rl_script.h"
 #include "sha1.hpp"
 
@@ -19,62 +21,37 @@ std::string_view scriptSha() {
     return {hex.text, 40};
 }
 
-namespace {
-
-/* key(k) and rule(k) give rule k's key and RuleArgs. */
-template <class Key, class Rule>
-void fill(const char** argv, size_t* argvlen, std::string_view command,
-          std::string_view script, std::string_view count, Key key,
-          Rule rule, size_t n, std::string_view now, bool refund) {
-    size_t i = 0;
-    auto put = [&](std::string_view s) {
-        argv[i] = s.data();
-        argvlen[i] = s.size();
-        i++;
-    };
-    put(command);
-    put(script);
-    put(count);
-    for (size_t k = 0; k < n; k++) {
-        put(key(k));
+unsigned char* putDouble(unsigned char* p, double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    for (int k = 0; k < 8; k++) {
+        *p++ = static_cast<unsigned char>(bits >> (8 * k));
     }
-    put(count);
-    put(now.data() != nullptr ? now : std::string_view("", 0));
-    for (size_t k = 0; k < n; k++) {
-        RuleArgs r = rule(k);
-        put(r.spec);
-        put(r.cost);
-    }
-    if (refund) {
-        put("refund");
-    }
+    return p;
 }
 
-}  // namespace
-
-void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
-              std::string_view script, std::string_view count,
-              const std::string_view* keys, const RuleArgs* rules,
-              size_t n, std::string_view now, bool refund) {
-    fill(argv, argvlen, command, script, count,
-         [&](size_t k) { return keys[k]; },
-         [&](size_t k) { return rules[k]; }, n, now, refund);
+unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
+                         uint64_t limit, uint64_t windowUs, uint64_t burst,
+                         uint64_t delay, bool dry) {
+    p = putDouble(p, static_cast<double>(limit));
+    p = putDouble(p, static_cast<double>(windowUs));
+    p = putDouble(p, static_cast<double>(burst));
+    p = putDouble(p, static_cast<double>(delay));
+    p = putDouble(p, dry ? 1 : 0);
+    std::memcpy(p, algorithm.data(), algorithm.size());
+    return p + algorithm.size();
 }
 
-void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
-              std::string_view script, std::string_view count,
-              const char* const* keys, const size_t* keyLens,
-              const char* const* ruleArgs, const size_t* ruleArgLens,
-              size_t n, std::string_view now, bool refund) {
-    static_assert(kArgsPerRule == 2, "spec, cost");
-    fill(argv, argvlen, command, script, count,
-         [&](size_t k) { return std::string_view(keys[k], keyLens[k]); },
-         [&](size_t k) {
-             const char* const* s = ruleArgs + kArgsPerRule * k;
-             const size_t* l = ruleArgLens + kArgsPerRule * k;
-             return RuleArgs{{s[0], l[0]}, {s[1], l[1]}};
-         },
-         n, now, refund);
+unsigned char* requestHead(unsigned char* p, size_t rules, int64_t t) {
+    p = putDouble(p, static_cast<double>(rules));
+    return putDouble(p, static_cast<double>(t));
+}
+
+unsigned char* ruleRecord(unsigned char* p, size_t key, size_t spec,
+                          uint64_t cost) {
+    p = putDouble(p, static_cast<double>(key));
+    p = putDouble(p, static_cast<double>(spec));
+    return putDouble(p, static_cast<double>(cost));
 }
 
 }  // namespace rl

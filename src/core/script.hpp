@@ -1,28 +1,32 @@
-/* The Redis script (lua/, embedded at build time) and the argument
- * vector of one EVALSHA call deciding several rules of one zone:
+/* The Redis script (lua/, embedded at build time) and the arguments of
+ * one EVALSHA call deciding the rules of several requests of one zone
+ * (lua/rl.lua has the whole contract):
  *
- *   EVALSHA sha n key_1..key_n  n now  spec_1 cost_1 ... spec_n cost_n
- *           [refund]
+ *   EVALSHA sha k key_1..key_k  head  spec_1..spec_s  [refund]
  *
- * A spec is "ALG LIMIT WINDOW BURST DELAY DRY", decimal, one space
- * apart, made once per rule at configuration (the script parses each
- * distinct spec once per call): window in microseconds; burst the
- * effective one (token_bucket: capacity, default N; leaky_bucket, gcra:
- * excess tolerated, default 0; others 0); delay for leaky_bucket and
- * gcra (the excess passed at once; nodelay: delay = burst), 0 for
- * others; dry 1 for a dry-run rule (never rejects, never delays), else
- * 0. The cost is decimal too.
+ * - key_i: the call's state keys, each once.
+ * - head: little-endian doubles (putDouble), for each request in order
+ *   its rule count n and time t (requestHead), then for each of its
+ *   rules the 1-based indexes of its key and spec and its cost
+ *   (ruleRecord): requestBytes(n) bytes. t <= 0: Redis' TIME plus t (the
+ *   request waited -t us in nginx); t > 0: that time, in us (a refund
+ *   sends its decision's; tests).
+ * - spec_j: a rule's constants, made once at configuration (writeSpec):
+ *   limit, window in us, burst, delay, dry run (1 or 0), packed like the
+ *   head, then the algorithm's name. Burst is the effective one
+ *   (token_bucket: capacity, default N; leaky_bucket, gcra: excess
+ *   tolerated, default 0; others 0); delay for leaky_bucket and gcra
+ *   (the excess passed at once; nodelay: delay = burst), 0 for others.
+ * - "refund" last: give back what each request's decision counted
+ *   (another zone rejected it).
  *
- * A batch (src/batch.cpp) is several requests' keys, then their blocks
- * "n now spec cost ..." one after the other, "now" being "-A" for a
- * request that waited A us.
- *
- * To decide, `now` is empty (the script reads Redis' TIME; tests may pass
- * one). To refund a decision (another zone rejected the request), `now`
- * is the time that decision's reply gave, followed by "refund". */
+ * Numbers travel packed and specs once per call: Redis spends about as
+ * much on each argument as on a short command, and as much again on
+ * parsing a decimal number in Lua. */
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace rl {
@@ -32,37 +36,29 @@ std::string_view scriptText();
 /* 40 lowercase hex digits, computed once. */
 std::string_view scriptSha();
 
-/* Per-rule constant arguments, as text (precomputed at configuration). */
-struct RuleArgs {
-    std::string_view spec;  /* "ALG LIMIT WINDOW BURST DELAY DRY" */
-    std::string_view cost;
-};
-
-inline constexpr size_t kArgsPerRule = 2;
 inline constexpr size_t kMaxRulesPerCall = 64;
 
-constexpr size_t argvCount(size_t rules, bool refund = false) {
-    return 5 + rules + kArgsPerRule * rules + (refund ? 1 : 0);
+/* 8 bytes, the little-endian IEEE double of v; returns p + 8. */
+unsigned char* putDouble(unsigned char* p, double v);
+
+inline constexpr size_t kSpecNumbers = 5;
+
+constexpr size_t specBytes(std::string_view algorithm) {
+    return 8 * kSpecNumbers + algorithm.size();
 }
 
-/* Index of `now` in the vector. */
-constexpr size_t argvNowIndex(size_t rules) { return 4 + rules; }
+/* Writes specBytes(algorithm) bytes at p; returns the end. */
+unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
+                         uint64_t limit, uint64_t windowUs, uint64_t burst,
+                         uint64_t delay, bool dry);
 
-/* Fills argv/argvlen (argvCount(n, refund) entries each). `count` is the
- * text of n; `command` is "EVALSHA" (with the SHA) or "EVAL" (with the
- * script's text); `now` is empty to decide. */
-void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
-              std::string_view script, std::string_view count,
-              const std::string_view* keys, const RuleArgs* rules,
-              size_t n, std::string_view now = {}, bool refund = false);
+/* A request of `rules` rules in the head. */
+constexpr size_t requestBytes(size_t rules) { return 16 + 24 * rules; }
 
-/* The same from C arrays (the module's C ABI, no copies): key k is
- * keys[k] (keyLens[k] bytes); rule k's arguments are ruleArgs[kArgsPerRule
- * * k ...] in RuleArgs' order. */
-void fillArgv(const char** argv, size_t* argvlen, std::string_view command,
-              std::string_view script, std::string_view count,
-              const char* const* keys, const size_t* keyLens,
-              const char* const* ruleArgs, const size_t* ruleArgLens,
-              size_t n, std::string_view now, bool refund);
+unsigned char* requestHead(unsigned char* p, size_t rules, int64_t t);
+
+/* key and spec: 1-based indexes into the call's keys and specs */
+unsigned char* ruleRecord(unsigned char* p, size_t key, size_t spec,
+                          uint64_t cost);
 
 }  // namespace rl
