@@ -99,13 +99,25 @@ cmp_ok($calls, '<=', $requests / 4,
 # ------------------------------------------------------------ exact in a call
 
 # 30 at once on one key, two stacked rules, decided in one or two calls:
-# exactly 7 pass (the tighter rule)
+# exactly 7 pass (the tighter rule). The slow log (every command, with
+# its first arguments) shows what each call carried.
+$r->cli('CONFIG', 'SET', 'slowlog-log-slower-than', '0');
+$r->cli('SLOWLOG', 'RESET');
 ($codes, $calls) = at_once(('/one') x 30);
+my @log = split /\n/, $r->cli('SLOWLOG', 'GET', '1000');
+$r->cli('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
 is(scalar(grep { $_ == 200 } @$codes), 7,
    "30 requests on one key read at once ($calls calls): exactly 7 passed")
     or diag("@$codes");
 is(scalar(grep { $_ == 429 } @$codes), 23, 'and 23 were rejected');
 is(http_get($port, '/one')->{code}, 429, 'the window stays full');
+
+# EVALSHA sha numkeys keys... head specs...: each key and spec once
+my @numkeys = map { $log[$_ + 2] } grep { $log[$_] eq 'EVALSHA' } 0 .. $#log;
+ok(@numkeys >= 1, 'the calls are in the slow log');
+is_deeply([grep { $_ ne '2' } @numkeys], [],
+          'each call sends the two keys once, whatever its requests')
+    or diag("numkeys: @numkeys");
 
 close $_ for @socks;
 
