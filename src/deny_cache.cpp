@@ -24,6 +24,7 @@ struct Shared {
     ngx_rbtree_t        rbtree;
     ngx_rbtree_node_t   sentinel;
     ngx_queue_t         queue;
+    int64_t             latest;     /* no entry lasts beyond, us */
 };
 
 struct Entry {
@@ -92,6 +93,7 @@ ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone,
     }
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
     ngx_queue_init(&sh->queue);
+    sh->latest = 0;
     pool->data = sh;
     pool->log_nomem = 0;
     return NGX_OK;
@@ -102,6 +104,13 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
                                   const ngx_http_rl_rule_t *rule,
                                   const ngx_str_t *value,
                                   rl_outcome_t *out) noexcept {
+    /* Nothing rejected lately (the allow path): no lock, no key. Read
+     * without the lock, a value one insert old at worst sends a request
+     * to Redis, which decides it. */
+    int64_t now = rl::monotonicUs();
+    if (now >= *static_cast<volatile int64_t *>(&shared(zone)->latest)) {
+        return 0;
+    }
     u_char text[kMaxKey];
     size_t len = keyOf(text, rule, value);
     if (len == 0) {
@@ -109,7 +118,6 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
     }
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_crc32_short(text, len);
-    int64_t now = rl::monotonicUs();
     ngx_int_t found = 0;
 
     ngx_slab_pool_t *pool = poolOf(zone);
@@ -175,6 +183,9 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     e->until = until;
     e->remaining = o->remaining;
     ngx_queue_insert_head(&sh->queue, &e->queue);
+    if (until > sh->latest) {
+        sh->latest = until;
+    }
     ngx_shmtx_unlock(&pool->mutex);
 }
 

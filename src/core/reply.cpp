@@ -23,13 +23,17 @@ int64_t figureAt(const char* bytes, size_t i) {
 }  // namespace
 
 double doubleAt(const char* bytes, size_t i) {
+    double d;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    std::memcpy(&d, bytes + 8 * i, sizeof d);
+#else
     const auto* b = reinterpret_cast<const unsigned char*>(bytes) + 8 * i;
     uint64_t bits = 0;
     for (int k = 7; k >= 0; k--) {
         bits = bits << 8 | b[k];
     }
-    double d;
     std::memcpy(&d, &bits, sizeof d);
+#endif
     return d;
 }
 

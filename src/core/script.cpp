@@ -22,12 +22,17 @@ std::string_view scriptSha() {
 }
 
 unsigned char* putDouble(unsigned char* p, double v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    std::memcpy(p, &v, 8);
+    return p + 8;
+#else
     uint64_t bits;
     std::memcpy(&bits, &v, sizeof bits);
     for (int k = 0; k < 8; k++) {
         *p++ = static_cast<unsigned char>(bits >> (8 * k));
     }
     return p;
+#endif
 }
 
 unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
