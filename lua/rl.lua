@@ -72,22 +72,22 @@ if refunding then
 end
 
 -- SPECS[s]: spec s read, { algorithm, limit, window, burst, delay, dry
--- }, once per call; or nil and why not
+-- }, once per call; or an error reply
 local SPECS = {}
 local function spec(s)
     local text = s >= 1 and s < last and ARGV[s + 1]
     if not text or #text <= 40 then
-        return nil, 'ERR rl: bad arguments: no spec ' .. s
+        return redis.error_reply('ERR rl: bad arguments: no spec ' .. s)
     end
     local limit, window, burst, delay, dry, at =
         struct.unpack('<ddddd', text)
     local name = string.sub(text, at)
     local alg = algorithm(name)
     if alg == nil then
-        return nil, 'ERR rl: unknown algorithm ' .. name
+        return redis.error_reply('ERR rl: unknown algorithm ' .. name)
     end
     if limit < 1 or window < 1 or burst < 0 or delay < 0 then
-        return nil, 'ERR rl: bad arguments in spec ' .. s
+        return redis.error_reply('ERR rl: bad arguments in spec ' .. s)
     end
     local v = { alg, limit, window, burst, delay, dry == 1 }
     SPECS[s] = v
@@ -97,43 +97,25 @@ end
 local H = ARGV[1] or ''
 local size = #H
 
--- the rule k s c at byte pos of H: its key, algorithm and numbers, and
--- where the next record starts; or nil and why not
-local function rule(k, s, c, pos)
-    local key = KEYS[k]
-    local v, err = SPECS[s], nil
-    if v == nil then
-        v, err = spec(s)
-    end
-    if key == nil or v == nil or c < 0 then
-        return nil, err or 'ERR rl: bad arguments: a rule of key ' .. k
-    end
-    return key, v[1], v[2], v[3], v[4], c, v[5], v[6], pos
+local function bad(what, at)
+    return redis.error_reply('ERR rl: bad arguments: ' .. what ..
+                             ' at byte ' .. at)
 end
 
--- the next rule at byte pos of H, as rule() gives it
+-- the rule record k s c at byte pos of H: the rule's key, spec, cost and
+-- where the next record starts; nil and an error reply if it is not one
+-- (the first record of a request, longer, is read where it is used: it
+-- is most of what a call reads)
 local function next_rule(pos)
-    local k, s, c
-    k, s, c, pos = struct.unpack('<ddd', H, pos)
-    return rule(k, s, c, pos)
-end
-
--- the request at byte pos of H: its rule count, time, how much sooner
--- than Redis' clock that time is (0 for a given time), then its first
--- rule as rule() gives it; or nil and why not
-local function request(pos)
-    if pos + 39 > size then
-        return nil, 'ERR rl: bad arguments: a request at byte ' .. pos
+    local k, s, c, nxt = struct.unpack('<ddd', H, pos)
+    local key, v = KEYS[k], SPECS[s] or spec(s)
+    if v.err then
+        return nil, v
     end
-    local n, t, k, s, c
-    n, t, k, s, c, pos = struct.unpack('<ddddd', H, pos)
-    if n < 1 or pos + 24 * (n - 1) > size + 1 then
-        return nil, 'ERR rl: bad arguments: a request at byte ' .. pos
+    if key == nil or c < 0 then
+        return nil, bad('a rule', pos)
     end
-    if t <= 0 then
-        return n, redis_now() + t, -t, rule(k, s, c, pos)
-    end
-    return n, t, 0, rule(k, s, c, pos)
+    return key, v, c, nxt
 end
 
 -- what a decision call writes at its end: WRITTEN[1..] the keys in the
@@ -178,121 +160,128 @@ local function flush()
     end
 end
 
-if refunding then
-    -- every record first: a refund writes nothing unless all are good
-    local pos = 1
-    while pos <= size do
-        local n, now, age, key, alg, limit, window, burst, cost, delay, dry,
-              nxt = request(pos)
-        if n == nil or key == nil then
-            return redis.error_reply(n and alg or now)
-        end
-        pos = nxt
-        for i = 2, n do
-            key, alg, limit, window, burst, cost, delay, dry, pos =
-                next_rule(pos)
-            if key == nil then
-                return redis.error_reply(alg)
-            end
-        end
-    end
-    pos = 1
-    while pos <= size do
-        local n, now, age, key, alg, limit, window, burst, cost, delay, dry,
-              nxt = request(pos)
-        pos = nxt
-        alg.refund(key, now, limit, window, burst, cost, delay)
-        for i = 2, n do
-            key, alg, limit, window, burst, cost, delay, dry, pos =
-                next_rule(pos)
-            alg.refund(key, now, limit, window, burst, cost, delay)
-        end
-    end
-    return 1
-end
-
 -- reply[r + 1 + 4 * (i - 1) ...]: rule i's figures, r where the request's
 -- part starts; pending[5 * i - 4 ...]: what admitting the request writes
 -- for rule i (false: it rejects), its TTL in us, its algorithm, its cost,
 -- its key
 local reply = {}
 local pending = {}
-STATE = {}
-local pos, r = 1, 1
-while pos <= size do
-    local n, now, age, key, alg, limit, window, burst, cost, delay, dry, nxt =
-        request(pos)
-    if n == nil or key == nil then
-        return redis.error_reply(n and alg or now)
-    end
-    pos = nxt
-    if n == 1 then
-        -- one rule (the usual request): decided and counted at once
-        local ok, left, reset, retry, wait, v, ttl =
-            alg.check(key, now, limit, window, burst, cost, delay)
-        reply[r + 2] = reset
-        reply[r + 3] = retry
-        reply[r + 4] = 0
-        if ok then
-            reply[r] = 1
-            reply[r + 1] = math.max(left - cost, 0)
-            if not dry then
-                reply[r + 4] = wait
-            end
-            if cost > 0 then
-                write(key, alg, v, ttl, age)
-            end
-        else
-            reply[r] = dry and 1 or 0
-            reply[r + 1] = left
+STATE = not refunding and {} or nil
+
+-- A refund reads every record before it writes anything (pass 1); a
+-- decision writes at the end (flush()).
+for pass = refunding and 1 or 2, 2 do
+    local pos, r = 1, 1
+    while pos <= size do
+        -- the request: n t, then its first rule k s c
+        if pos + 39 > size then
+            return bad('a request', pos)
         end
-    else
-        reply[r] = 1
-        for i = 1, n do
-            if i > 1 then
-                key, alg, limit, window, burst, cost, delay, dry, pos =
-                    next_rule(pos)
-                if key == nil then
-                    return redis.error_reply(alg)
-                end
-            end
-            local ok, left, reset, retry, wait, v, ttl =
-                alg.check(key, now, limit, window, burst, cost, delay)
-            if not ok and not dry then
-                reply[r] = 0
-            end
-            local j = r + 4 * i - 3
-            reply[j] = left
-            reply[j + 1] = reset
-            reply[j + 2] = retry
-            if dry then
-                reply[j + 3] = 0
-            else
-                reply[j + 3] = wait
-            end
-            pending[5 * i - 4] = ok and v
-            pending[5 * i - 3] = ttl
-            pending[5 * i - 2] = alg
-            pending[5 * i - 1] = cost
-            pending[5 * i] = key
+        local n, now, k, s, cost, nxt = struct.unpack('<ddddd', H, pos)
+        if n < 1 or nxt + 24 * (n - 1) > size + 1 then
+            return bad('a request', pos)
+        end
+        local key, v = KEYS[k], SPECS[s] or spec(s)
+        if v.err then
+            return v
+        end
+        if key == nil or cost < 0 then
+            return bad('a rule', pos + 16)
+        end
+        pos = nxt
+        local age = 0
+        if now <= 0 then
+            -- t = -A: A us before Redis' TIME
+            age = -now
+            now = (clock or redis_now()) - age
         end
 
-        for i = 1, n do
-            local j = r + 4 * i - 3
-            if reply[r] == 0 then
-                reply[j + 3] = 0        -- nothing counted, nothing delayed
-            elseif pending[5 * i - 4] then
-                local cost = pending[5 * i - 1]
-                reply[j] = math.max(reply[j] - cost, 0)
+        if refunding then
+            for i = 1, n do
+                if i > 1 then
+                    key, v, cost, pos = next_rule(pos)
+                    if key == nil then
+                        return v
+                    end
+                end
+                if pass == 2 then
+                    v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
+                end
+            end
+        elseif n == 1 then
+            -- one rule (the usual request): decided and counted at once
+            local alg, dry = v[1], v[6]
+            local ok, left, reset, retry, wait, state, ttl =
+                alg.check(key, now, v[2], v[3], v[4], cost, v[5])
+            reply[r + 2] = reset
+            reply[r + 3] = retry
+            reply[r + 4] = 0
+            if ok then
+                reply[r] = 1
+                reply[r + 1] = math.max(left - cost, 0)
+                if not dry then
+                    reply[r + 4] = wait
+                end
                 if cost > 0 then
-                    write(pending[5 * i], pending[5 * i - 2],
-                          pending[5 * i - 4], pending[5 * i - 3], age)
+                    write(key, alg, state, ttl, age)
+                end
+            else
+                reply[r] = dry and 1 or 0
+                reply[r + 1] = left
+            end
+        else
+            reply[r] = 1
+            for i = 1, n do
+                if i > 1 then
+                    key, v, cost, pos = next_rule(pos)
+                    if key == nil then
+                        return v
+                    end
+                end
+                local alg, dry = v[1], v[6]
+                local ok, left, reset, retry, wait, state, ttl =
+                    alg.check(key, now, v[2], v[3], v[4], cost, v[5])
+                if not ok and not dry then
+                    reply[r] = 0
+                end
+                local j = r + 4 * i - 3
+                reply[j] = left
+                reply[j + 1] = reset
+                reply[j + 2] = retry
+                if dry then
+                    reply[j + 3] = 0
+                else
+                    reply[j + 3] = wait
+                end
+                pending[5 * i - 4] = ok and state
+                pending[5 * i - 3] = ttl
+                pending[5 * i - 2] = alg
+                pending[5 * i - 1] = cost
+                pending[5 * i] = key
+            end
+
+            for i = 1, n do
+                local j = r + 4 * i - 3
+                if reply[r] == 0 then
+                    reply[j + 3] = 0    -- nothing counted, nothing delayed
+                elseif pending[5 * i - 4] then
+                    local c = pending[5 * i - 1]
+                    reply[j] = math.max(reply[j] - c, 0)
+                    if c > 0 then
+                        write(pending[5 * i], pending[5 * i - 2],
+                              pending[5 * i - 4], pending[5 * i - 3], age)
+                    end
                 end
             end
         end
+        if not refunding then
+            reply[r + 4 * n + 1] = now
+            r = r + 4 * n + 2
+        end
     end
-    reply[r + 4 * n + 1] = now
-    r = r + 4 * n + 2
+end
+if refunding then
+    return 1
 end
 
 flush()

@@ -895,4 +895,21 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
     EXPECT_LE(ttl, 20001);
 }
 
+/* A refund reads every request before it gives anything back: one bad
+ * request and nothing is refunded. */
+TEST_F(LuaScript, RefundWithABadRequestGivesNothingBack) {
+    Rule f = fixed("10.0.0.9", 5, kDay);
+    uint64_t t = windowStart(kDay);
+    ASSERT_TRUE(admits(f, t));
+    ASSERT_TRUE(admits(f, t));
+    std::vector<std::string> argv = callArgv(
+        {{{f}, static_cast<int64_t>(t)}, {{f}, static_cast<int64_t>(t)}},
+        false, true);
+    argv[4].resize(argv[4].size() - 8); /* the second request cut short */
+    ReplyPtr r = command(argv);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->type, REDIS_REPLY_ERROR);
+    EXPECT_EQ(state(f).at("c"), "2");
+}
+
 }  // namespace
