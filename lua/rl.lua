@@ -161,11 +161,13 @@ local function flush()
 end
 
 -- reply[r + 1 + 4 * (i - 1) ...]: rule i's figures, r where the request's
--- part starts; pending[5 * i - 4 ...]: what admitting the request writes
--- for rule i (false: it rejects), its TTL in us, its algorithm, its cost,
--- its key
+-- part starts
 local reply = {}
-local pending = {}
+-- a request of stacked rules: rules[3 * i - 2 ...] rule i's key, spec,
+-- cost; pending[2 * i - 1 ...] what admitting the request writes for
+-- rule i (false: it rejects) and its TTL in us
+local rules, pending = {}, {}
+
 STATE = not refunding and {} or nil
 
 -- A refund reads every record before it writes anything (pass 1); a
@@ -196,19 +198,7 @@ for pass = refunding and 1 or 2, 2 do
             now = (clock or redis_now()) - age
         end
 
-        if refunding then
-            for i = 1, n do
-                if i > 1 then
-                    key, v, cost, pos = next_rule(pos)
-                    if key == nil then
-                        return v
-                    end
-                end
-                if pass == 2 then
-                    v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
-                end
-            end
-        elseif n == 1 then
+        if n == 1 and not refunding then
             -- one rule (the usual request): decided and counted at once
             local alg, dry = v[1], v[6]
             local ok, left, reset, retry, wait, state, ttl =
@@ -230,7 +220,6 @@ for pass = refunding and 1 or 2, 2 do
                 reply[r + 1] = left
             end
         else
-            reply[r] = 1
             for i = 1, n do
                 if i > 1 then
                     key, v, cost, pos = next_rule(pos)
@@ -238,38 +227,45 @@ for pass = refunding and 1 or 2, 2 do
                         return v
                     end
                 end
-                local alg, dry = v[1], v[6]
-                local ok, left, reset, retry, wait, state, ttl =
-                    alg.check(key, now, v[2], v[3], v[4], cost, v[5])
-                if not ok and not dry then
-                    reply[r] = 0
-                end
-                local j = r + 4 * i - 3
-                reply[j] = left
-                reply[j + 1] = reset
-                reply[j + 2] = retry
-                if dry then
-                    reply[j + 3] = 0
-                else
-                    reply[j + 3] = wait
-                end
-                pending[5 * i - 4] = ok and state
-                pending[5 * i - 3] = ttl
-                pending[5 * i - 2] = alg
-                pending[5 * i - 1] = cost
-                pending[5 * i] = key
+                rules[3 * i - 2], rules[3 * i - 1], rules[3 * i] = key, v, cost
             end
-
-            for i = 1, n do
-                local j = r + 4 * i - 3
-                if reply[r] == 0 then
-                    reply[j + 3] = 0    -- nothing counted, nothing delayed
-                elseif pending[5 * i - 4] then
-                    local c = pending[5 * i - 1]
-                    reply[j] = math.max(reply[j] - c, 0)
-                    if c > 0 then
-                        write(pending[5 * i], pending[5 * i - 2],
-                              pending[5 * i - 4], pending[5 * i - 3], age)
+            if refunding then
+                for i = 1, pass == 2 and n or 0 do
+                    key, v, cost = rules[3 * i - 2], rules[3 * i - 1],
+                                   rules[3 * i]
+                    v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
+                end
+            else
+                -- admitted only if every rule that is not a dry run
+                -- admits it, then counted in every rule that admits it
+                reply[r] = 1
+                for i = 1, n do
+                    key, v, cost = rules[3 * i - 2], rules[3 * i - 1],
+                                   rules[3 * i]
+                    local ok, left, reset, retry, wait, state, ttl =
+                        v[1].check(key, now, v[2], v[3], v[4], cost, v[5])
+                    if not ok and not v[6] then
+                        reply[r] = 0
+                    end
+                    local j = r + 4 * i - 3
+                    reply[j] = left
+                    reply[j + 1] = reset
+                    reply[j + 2] = retry
+                    reply[j + 3] = v[6] and 0 or wait
+                    pending[2 * i - 1] = ok and state
+                    pending[2 * i] = ttl
+                end
+                for i = 1, n do
+                    local j = r + 4 * i - 3
+                    if reply[r] == 0 then
+                        reply[j + 3] = 0    -- nothing counted nor delayed
+                    elseif pending[2 * i - 1] then
+                        cost = rules[3 * i]
+                        reply[j] = math.max(reply[j] - cost, 0)
+                        if cost > 0 then
+                            write(rules[3 * i - 2], rules[3 * i - 1][1],
+                                  pending[2 * i - 1], pending[2 * i], age)
+                        end
                     end
                 end
             end
