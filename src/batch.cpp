@@ -54,13 +54,7 @@ namespace {
 constexpr size_t kBulkOverhead = 1 + NGX_INT64_LEN + 2 + 2;
 
 u_char *decimal(u_char *p, size_t v) {
-    u_char digits[NGX_INT64_LEN];
-    u_char *d = digits + sizeof(digits);
-    do {
-        *--d = static_cast<u_char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    return ngx_cpymem(p, d, digits + sizeof(digits) - d);
+    return ngx_http_rl_decimal(p, static_cast<int64_t>(v));
 }
 
 /* "$len\r\n", the caller writes the argument, then ends() */

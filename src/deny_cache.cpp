@@ -117,7 +117,7 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
         return 0;
     }
     ngx_str_t key = {len, text};
-    uint32_t hash = ngx_crc32_short(text, len);
+    uint32_t hash = ngx_murmur_hash2(text, len);
     ngx_int_t found = 0;
 
     ngx_slab_pool_t *pool = poolOf(zone);
@@ -151,7 +151,7 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
         return;
     }
     ngx_str_t key = {len, text};
-    uint32_t hash = ngx_crc32_short(text, len);
+    uint32_t hash = ngx_murmur_hash2(text, len);
 
     ngx_slab_pool_t *pool = poolOf(zone);
     Shared *sh = shared(zone);

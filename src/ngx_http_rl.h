@@ -183,6 +183,30 @@ ngx_http_rl_dry_run(const ngx_http_rl_ctx_t *ctx,
 }
 
 
+/* v in decimal at p, returns the end (at most NGX_INT64_LEN bytes): on
+ * every request, where ngx_sprintf("%L") parses its format each time. */
+static ngx_inline u_char *
+ngx_http_rl_decimal(u_char *p, int64_t v)
+{
+    u_char    digits[NGX_INT64_LEN];
+    u_char   *d;
+    uint64_t  u;
+
+    u = v < 0 ? 0 - (uint64_t) v : (uint64_t) v;
+    d = digits + sizeof(digits);
+    do {
+        *--d = (u_char) ('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+
+    if (v < 0) {
+        *p++ = '-';
+    }
+
+    return ngx_cpymem(p, d, digits + sizeof(digits) - d);
+}
+
+
 /* X-RateLimit-Reset and $rl_reset, seconds: a rejected request's binding
  * rule frees capacity after its retry, an admitted one's is whole again
  * after its reset. */

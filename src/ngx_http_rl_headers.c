@@ -213,7 +213,7 @@ ngx_http_rl_add_header(ngx_http_request_t *r, const char *name, size_t len,
     h->hash = 1;
     h->key.data = (u_char *) name;
     h->key.len = len;
-    h->value.len = ngx_sprintf(h->value.data, "%L", value) - h->value.data;
+    h->value.len = ngx_http_rl_decimal(h->value.data, value) - h->value.data;
 
     return NGX_OK;
 }

@@ -284,7 +284,7 @@ ngx_http_rl_figure_variable(ngx_http_request_t *r,
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;
-    v->len = ngx_sprintf(v->data, "%L", n) - v->data;
+    v->len = ngx_http_rl_decimal(v->data, n) - v->data;
 
     return NGX_OK;
 }

@@ -159,6 +159,9 @@ void logDecision(ngx_http_rl_ctx_t *ctx, ngx_int_t index,
     ngx_http_rl_rule_t *rule = &rules[index];
     ngx_str_t *value = &ctx->values[index];
     rl_outcome_t *o = &ctx->outcomes[index];
+    if (ctx->r->connection->log->log_level < level) {
+        return;  /* no key to print for a line nobody reads */
+    }
     char key[64 + 3];
     size_t len = rl_printable(key, 64, reinterpret_cast<char *>(value->data),
                               value->len);

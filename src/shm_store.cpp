@@ -88,7 +88,7 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
     rl_state_key_write(reinterpret_cast<char *>(text), "", 0, v, value->len,
                        rule->id);
     ngx_str_t key = {len, text};
-    uint32_t hash = ngx_crc32_short(text, len);
+    uint32_t hash = ngx_murmur_hash2(text, len);
 
     auto *found = reinterpret_cast<Node *>(
         ngx_str_rbtree_lookup(&sh->rbtree, &key, hash));
