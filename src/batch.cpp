@@ -91,7 +91,7 @@ bool grow(T **array, size_t cap, ngx_log_t *log) {
 }  // namespace
 
 size_t BatchCommand::keyIndex(const ngx_str_t *key) {
-    size_t h = ngx_hash_key(key->data, key->len) & (kSlots - 1);
+    size_t h = ngx_murmur_hash2(key->data, key->len) & (kSlots - 1);
     while (slots_[h] != 0) {
         const ngx_str_t *k = keys_[slots_[h] - 1];
         if (k->len == key->len && ngx_memcmp(k->data, key->data, k->len) == 0)
