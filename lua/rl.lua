@@ -102,22 +102,6 @@ local function bad(what, at)
                              ' at byte ' .. at)
 end
 
--- the rule record k s c at byte pos of H: the rule's key, spec, cost and
--- where the next record starts; nil and an error reply if it is not one
--- (the first record of a request, longer, is read where it is used: it
--- is most of what a call reads)
-local function next_rule(pos)
-    local k, s, c, nxt = struct.unpack('<ddd', H, pos)
-    local key, v = KEYS[k], SPECS[s] or spec(s)
-    if v.err then
-        return nil, v
-    end
-    if key == nil or c < 0 then
-        return nil, bad('a rule', pos)
-    end
-    return key, v, c, nxt
-end
-
 -- what a decision call writes at its end: WRITTEN[1..] the keys in the
 -- order first written, TTL_MS[key] the TTL of the last write that set
 -- one, in ms (false: none did, the key keeps its own)
@@ -166,7 +150,7 @@ local reply = {}
 -- a request of stacked rules: rules[3 * i - 2 ...] rule i's key, spec,
 -- cost; pending[2 * i - 1 ...] what admitting the request writes for
 -- rule i (false: it rejects) and its TTL in us
-local rules, pending = {}, {}
+local rules, pending
 
 STATE = not refunding and {} or nil
 
@@ -220,12 +204,19 @@ for pass = refunding and 1 or 2, 2 do
                 reply[r + 1] = left
             end
         else
+            rules, pending = rules or {}, pending or {}
             for i = 1, n do
                 if i > 1 then
-                    key, v, cost, pos = next_rule(pos)
-                    if key == nil then
+                    -- a further rule: k s c
+                    k, s, cost, nxt = struct.unpack('<ddd', H, pos)
+                    key, v = KEYS[k], SPECS[s] or spec(s)
+                    if v.err then
                         return v
                     end
+                    if key == nil or cost < 0 then
+                        return bad('a rule', pos)
+                    end
+                    pos = nxt
                 end
                 rules[3 * i - 2], rules[3 * i - 1], rules[3 * i] = key, v, cost
             end
