@@ -9,7 +9,6 @@
 -- are exact. A value of another length (not written by this script) is
 -- taken as no state.
 
-local UNPACK = { [16] = '<dd', [24] = '<ddd' }
 
 -- A decision call reads each key once and writes it once (rl.lua
 -- flush()): the requests of a batch on one key (a global limit, a busy
@@ -32,7 +31,7 @@ local function get(key, bytes)
         v = redis.call('GET', key)
     end
     if v and #v == bytes then
-        return struct.unpack(UNPACK[bytes], v)
+        return struct.unpack(bytes == 16 and '<dd' or '<ddd', v)
     end
 end
 

@@ -56,14 +56,8 @@
 -- batch shares the call, TIME and this driver among its requests, and
 -- its requests on one key share that GET and SET (meter.lua STATE).
 
+-- Redis' TIME in us, read when a request first needs it
 local clock
-local function redis_now()
-    if clock == nil then
-        local t = redis.call('TIME')
-        clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    end
-    return clock
-end
 
 local last = #ARGV
 local refunding = ARGV[last] == 'refund'
@@ -179,7 +173,11 @@ for pass = refunding and 1 or 2, 2 do
         if now <= 0 then
             -- t = -A: A us before Redis' TIME
             age = -now
-            now = (clock or redis_now()) - age
+            if clock == nil then
+                local t = redis.call('TIME')
+                clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+            end
+            now = clock - age
         end
 
         if n == 1 and not refunding then
