@@ -2,14 +2,16 @@
 # embed.sh LUADIR > header
 # Writes a C header holding the Redis script: one chunk per algorithm
 # file, then the driver rl.lua. The SHA1 is computed by the module.
-# Redis runs the whole script on every call: each algorithm's chunk is
-# a branch of one function, load(name), run only when a rule of the call
-# needs it (one closure made per call, where a function per chunk made
-# six).
-# meter.lua (what the meters share) comes first, at the top level.
+# Redis runs the whole script on every call, and each function the top
+# level defines is a closure made on every call: so each algorithm's
+# chunk is a branch of one function, load(name), run only when a rule of
+# the call needs it. meter.lua (what every algorithm and the driver
+# share) comes first, at the top level; bucket.lua (what the three
+# buckets share) inside load(), before their branches.
 set -e
 dir=$1
-algs="fixed_window sliding_window sliding_log token_bucket leaky_bucket gcra"
+windows="fixed_window sliding_window sliding_log"
+buckets="token_bucket leaky_bucket gcra"
 
 line() {
     printf '    "%s\\n" \\\n' "$1"
@@ -25,11 +27,20 @@ printf '#define NGX_HTTP_RL_SCRIPT \\\n'
 escape "$dir/meter.lua"
 line "local function load(name)"
 kw=if
-for a in $algs; do
+for a in $windows; do
     line "    $kw name == '$a' then"
     escape "$dir/$a.lua"
     kw=elseif
 done
+line "    elseif name == 'token_bucket' or name == 'leaky_bucket' or name == 'gcra' then"
+escape "$dir/bucket.lua"
+kw=if
+for a in $buckets; do
+    line "    $kw name == '$a' then"
+    escape "$dir/$a.lua"
+    kw=elseif
+done
+line "    end"
 line "    end"
 line "end"
 line "local ALG = {}"

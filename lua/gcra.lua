@@ -21,7 +21,7 @@
 -- refund(key, then_us, ...): TAT -= C * w' units, not below then_us; the
 --   TTL shrinks by as much, the key goes once TAT is then_us.
 
--- units(), level_figures(), get(), rewrite(): lua/meter.lua
+-- units(), level_figures(), rewrite(): lua/bucket.lua; get(): lua/meter.lua
 
 local M = {}
 

@@ -22,7 +22,8 @@
 -- refund(key, then_us, ...): x -= C * w' (not below 0); the TTL shrinks
 --   by as much, the key goes once the meter is empty.
 
--- units(), level_figures(), get(), since(), rewrite(): lua/meter.lua
+-- units(), level_figures(), since(), rewrite(): lua/bucket.lua; get():
+-- lua/meter.lua
 
 local M = {}
 

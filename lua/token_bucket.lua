@@ -23,7 +23,7 @@
 -- refund(key, then_us, ...): x += C * w' (up to K * w'); the TTL
 --   shrinks by as much, the key goes once the bucket is full.
 
--- units(), get(), since(), rewrite(): lua/meter.lua
+-- units(), since(), rewrite(): lua/bucket.lua; get(): lua/meter.lua
 
 local M = {}
 

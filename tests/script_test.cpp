@@ -57,7 +57,7 @@ TEST(Script, TextEmbedsTheLuaFilesVerbatim) {
     for (const char* name :
          {"fixed_window.lua", "sliding_window.lua", "sliding_log.lua",
           "token_bucket.lua", "leaky_bucket.lua", "gcra.lua", "meter.lua",
-          "rl.lua"}) {
+          "bucket.lua", "rl.lua"}) {
         std::string source = readFile(luaDir() + name);
         if (source.empty()) {
             GTEST_SKIP() << "lua sources not found at " << luaDir();

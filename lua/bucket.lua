@@ -1,0 +1,75 @@
+-- bucket.lua: what token_bucket, leaky_bucket and gcra share (meters
+-- that refill or drain by the microsecond); the build puts it before
+-- their chunks, in the branch of lua/embed.sh's load() that loads them,
+-- so a call of window algorithms does not make these closures.
+
+-- since(t, now) -> the time a meter's state is written with: its stored
+-- time t if later than now (a request decided after a later one counts
+-- as of that later time, so no interval refills or drains twice), else
+-- now; t is nil for no state
+local function since(t, now)
+    if t ~= nil and t > now then
+        return t
+    end
+    return now
+end
+
+-- rewrite(key, v, shorter_us): a refund's new value v for key, whose
+-- state is now fresh again shorter_us sooner: the TTL shrinks by as much
+-- (whole ms), the key goes if nothing is left of it.
+local function rewrite(key, v, shorter)
+    local ttl = redis.call('PTTL', key)
+    if ttl > 0 then
+        ttl = ttl - math.floor(shorter / 1000)
+        if ttl <= 0 then
+            redis.call('DEL', key)
+            return
+        end
+        redis.call('SET', key, v, 'PX', ttl)
+    else
+        redis.call('SET', key, v, 'KEEPTTL')
+    end
+end
+
+-- units(limit N, window_us W) -> w', n': the meters count in units of
+-- g / N microseconds, g = gcd(N, W), so that one request is exactly
+-- w' = W / g units and one microsecond n' = N / g units: whole numbers,
+-- exact in Lua's doubles while they stay below 2^53 (the module checks
+-- that at configuration, src/core/algorithm.hpp exactArithmetic).
+
+local function units(limit, window)
+    local a, b = limit, window
+    while b > 0 do
+        a, b = b, a % b
+    end
+    return window / a, limit / a
+end
+
+-- level_figures(level, need, full, k, cost, n, w, burst, delay)
+--   -> ok, left, reset, retry, delay_us
+-- the figures of leaky_bucket and gcra (the same meter) for `level`
+-- units queued at now (src/core/algorithm.cpp levelCheck). A cost above
+-- the capacity k never fits.
+local function level_figures(level, need, full, k, cost, n, w, burst, delay)
+    local left = 0
+    if level < full then
+        left = math.floor((full - level) / w)
+    end
+    if cost > k then
+        local retry = math.ceil(need / n)
+        return false, left, retry, retry, 0
+    end
+    local after = level + need
+    if after > full then
+        local retry = math.ceil((after - full) / n)
+        return false, left, retry, retry, 0
+    end
+    local wait = 0
+    if delay < burst then
+        local excess = after - (delay + 1) * w
+        if excess > 0 then
+            wait = math.ceil(excess / n)
+        end
+    end
+    return true, left, math.ceil(after / n), 0, wait
+end
