@@ -165,6 +165,8 @@ for pass = refunding and 1 or 2, 2 do
         if n < 1 or nxt + 24 * (n - 1) > size + 1 then
             return bad('a request', pos)
         end
+        -- (checked here and for further rules alike, inline: a function
+        -- for the check costs a call of 8 requests 3% more)
         local key, v = KEYS[k], SPECS[s] or spec(s)
         if v.err then
             return v
@@ -230,17 +232,16 @@ for pass = refunding and 1 or 2, 2 do
             else
                 -- admitted only if every rule that is not a dry run
                 -- admits it, then counted in every rule that admits it
-                local r = 1
-                reply[r] = 1
+                reply[1] = 1
                 for i = 1, n do
                     key, v, cost = rules[3 * i - 2], rules[3 * i - 1],
                                    rules[3 * i]
                     local ok, left, reset, retry, wait, state, ttl =
                         v[1].check(key, now, v[2], v[3], v[4], cost, v[5])
                     if not ok and not v[6] then
-                        reply[r] = 0
+                        reply[1] = 0
                     end
-                    local j = r + 4 * i - 3
+                    local j = 4 * i - 2
                     reply[j] = left
                     reply[j + 1] = reset
                     reply[j + 2] = retry
@@ -249,8 +250,8 @@ for pass = refunding and 1 or 2, 2 do
                     pending[2 * i] = ttl
                 end
                 for i = 1, n do
-                    local j = r + 4 * i - 3
-                    if reply[r] == 0 then
+                    local j = 4 * i - 2
+                    if reply[1] == 0 then
                         reply[j + 3] = 0    -- nothing counted nor delayed
                     elseif pending[2 * i - 1] then
                         cost = rules[3 * i]
