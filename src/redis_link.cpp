@@ -117,6 +117,7 @@ private:
     bool command(redisCallbackFn *fn, int argc, const char **argv,
                  const size_t *len);
     void answer(Call *call, const redisReply *reply);
+    void enqueue(Call *call);
 
     ngx_http_rl_zone_t *zone_;
     ngx_log_t *log_;
@@ -376,11 +377,16 @@ Call *Link::send(ngx_http_rl_group_t *group) {
     call->link = this;
     call->group = group;
     call->rules = group->nrules;
+    enqueue(call);
+    return call;
+}
+
+/* The call leaves with the others of this turn (flush()). */
+void Link::enqueue(Call *call) {
     queue_.push(call);
     if (!flush_.posted) {
         ngx_post_event(&flush_, &ngx_posted_events);
     }
-    return call;
 }
 
 /* The queued calls leave, as few script calls as the limits allow. */
@@ -468,10 +474,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
              * call carries its text, the request never notices. */
             group->retried = 1;
             evalNext_ = true;
-            queue_.push(c);
-            if (!flush_.posted) {
-                ngx_post_event(&flush_, &ngx_posted_events);
-            }
+            enqueue(c);
         } else {
             answer(c, replyPart(reply, &at, c->rules, &slice));
         }
