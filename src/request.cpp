@@ -195,8 +195,9 @@ void count(ngx_http_rl_ctx_t *ctx) {
             } else if (!ctx->decided[i]) {
                 o = NGX_HTTP_RL_PASSED;
             } else if (ctx->outcomes[i].retry_ms > 0) {
-                o = ngx_http_rl_dry_run(ctx, rule) ? NGX_HTTP_RL_REJECTED_DRY_RUN
-                                     : NGX_HTTP_RL_REJECTED;
+                o = ngx_http_rl_dry_run(ctx, rule)
+                        ? NGX_HTTP_RL_REJECTED_DRY_RUN
+                        : NGX_HTTP_RL_REJECTED;
             } else if (ctx->outcomes[i].delay_ms > 0 && ctx->delay > 0) {
                 o = NGX_HTTP_RL_DELAYED;
             }
@@ -335,7 +336,8 @@ ngx_int_t binding(ngx_http_rl_ctx_t *ctx, bool rejected) {
     for (ngx_uint_t i = 0; i < n; i++) {
         if (ctx->decided[i] &&
             (!rejected ||
-             (ctx->outcomes[i].retry_ms > 0 && !ngx_http_rl_dry_run(ctx, &rules[i])))) {
+             (ctx->outcomes[i].retry_ms > 0 &&
+              !ngx_http_rl_dry_run(ctx, &rules[i])))) {
             decided[m] = ctx->outcomes[i];
             index[m++] = i;
         }
