@@ -94,6 +94,7 @@ typedef struct {
     ngx_str_t                   name;
     ngx_uint_t                  algorithm;  /* rl::Algorithm */
     uint64_t                    limit;
+    ngx_str_t                   limit_text; /* in decimal, for headers */
     uint64_t                    window_us;
     uint64_t                    burst;      /* effective */
     uint64_t                    delay;      /* effective */

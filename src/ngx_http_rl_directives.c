@@ -683,7 +683,8 @@ ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 
 
 /* The script's spec of the rule (src/core/script.hpp), twice: enforced
- * and dry run (which of the two, rl_dry_run decides per request). */
+ * and dry run (which of the two, rl_dry_run decides per request); and
+ * its limit in decimal. */
 
 static char *
 ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
@@ -693,10 +694,15 @@ ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
 
     len = rl_spec_len((int) rule->algorithm);
 
-    p = ngx_pnalloc(cf->pool, 2 * len);
+    p = ngx_pnalloc(cf->pool, 2 * len + NGX_INT64_LEN);
     if (p == NULL) {
         return NGX_CONF_ERROR;
     }
+
+    /* X-RateLimit-Limit and $rl_limit, printed once */
+    rule->limit_text.data = p;
+    p = ngx_http_rl_decimal(p, (int64_t) rule->limit);
+    rule->limit_text.len = p - rule->limit_text.data;
 
     rule->spec.data = p;
     rule->spec.len = len;

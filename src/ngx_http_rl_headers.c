@@ -14,7 +14,7 @@
 
 static ngx_int_t ngx_http_rl_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r,
-    const char *name, size_t len, int64_t value);
+    const char *name, size_t len, ngx_str_t *value);
 static ngx_int_t ngx_http_rl_draft_headers(ngx_http_request_t *r,
     ngx_http_rl_ctx_t *ctx, int64_t reset);
 static u_char *ngx_http_rl_sf_string(u_char *p, ngx_str_t *s);
@@ -34,11 +34,15 @@ ngx_http_rl_header_filter_init(void)
 static ngx_int_t
 ngx_http_rl_header_filter(ngx_http_request_t *r)
 {
+    u_char                  *p;
     int64_t                  reset;
+    ngx_str_t                remaining, reset_text;
     ngx_http_rl_ctx_t       *ctx;
     ngx_http_rl_rule_t      *rule;
     rl_outcome_t            *o;
     ngx_http_rl_loc_conf_t  *lcf;
+
+    static ngx_str_t         one = ngx_string("1");
 
     if (r != r->main) {
         return ngx_http_next_header_filter(r);
@@ -66,11 +70,26 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
 
     reset = ngx_http_rl_reset_seconds(ctx);
 
-    if (ngx_http_rl_add_header(r, "X-RateLimit-Limit", 17,
-                               (int64_t) rule->limit) != NGX_OK
-        || ngx_http_rl_add_header(r, "X-RateLimit-Remaining", 21,
-                                  o->remaining) != NGX_OK
-        || ngx_http_rl_add_header(r, "X-RateLimit-Reset", 17, reset)
+    /* the per-request figures in one piece of the pool; the limit was
+     * printed at configuration */
+    p = ngx_pnalloc(r->pool, 2 * NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    remaining.data = p;
+    p = ngx_http_rl_decimal(p, o->remaining);
+    remaining.len = p - remaining.data;
+
+    reset_text.data = p;
+    p = ngx_http_rl_decimal(p, reset);
+    reset_text.len = p - reset_text.data;
+
+    if (ngx_http_rl_add_header(r, "X-RateLimit-Limit", 17, &rule->limit_text)
+           != NGX_OK
+        || ngx_http_rl_add_header(r, "X-RateLimit-Remaining", 21, &remaining)
+           != NGX_OK
+        || ngx_http_rl_add_header(r, "X-RateLimit-Reset", 17, &reset_text)
            != NGX_OK)
     {
         return NGX_ERROR;
@@ -78,7 +97,8 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
 
     if (ctx->status == NGX_HTTP_RL_STATUS_REJECTED
         && ngx_http_rl_add_header(r, "Retry-After", 11,
-                                  reset > 0 ? reset : 1) != NGX_OK)
+                                  reset > 0 ? &reset_text : &one)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -196,7 +216,7 @@ ngx_http_rl_sf_string(u_char *p, ngx_str_t *s)
 
 static ngx_int_t
 ngx_http_rl_add_header(ngx_http_request_t *r, const char *name, size_t len,
-    int64_t value)
+    ngx_str_t *value)
 {
     ngx_table_elt_t  *h;
 
@@ -205,15 +225,10 @@ ngx_http_rl_add_header(ngx_http_request_t *r, const char *name, size_t len,
         return NGX_ERROR;
     }
 
-    h->value.data = ngx_pnalloc(r->pool, NGX_INT64_LEN);
-    if (h->value.data == NULL) {
-        return NGX_ERROR;
-    }
-
     h->hash = 1;
     h->key.data = (u_char *) name;
     h->key.len = len;
-    h->value.len = ngx_http_rl_decimal(h->value.data, value) - h->value.data;
+    h->value = *value;
 
     return NGX_OK;
 }

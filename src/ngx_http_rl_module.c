@@ -267,8 +267,12 @@ ngx_http_rl_figure_variable(ngx_http_request_t *r,
 
     switch (data) {
     case 0:
-        n = (int64_t) rule->limit;
-        break;
+        v->data = rule->limit_text.data;
+        v->len = rule->limit_text.len;
+        v->valid = 1;
+        v->no_cacheable = 1;
+        v->not_found = 0;
+        return NGX_OK;
     case 1:
         n = o->remaining;
         break;
