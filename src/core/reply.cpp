@@ -2,7 +2,6 @@
 
 #include <hiredis/hiredis.h>
 
-#include <cmath>
 #include <cstring>
 
 namespace rl {
@@ -14,10 +13,13 @@ constexpr double kMaxFigure = 9007199254740992.0; /* 2^53 */
 /* The i-th figure of the reply as a whole number in [0, 2^53], or -1. */
 int64_t figureAt(const char* bytes, size_t i) {
     double d = doubleAt(bytes, i);
-    if (!(d >= 0 && d <= kMaxFigure) || d != std::floor(d)) {
-        return -1; /* negative, too large, fractional, NaN */
+    if (!(d >= 0 && d <= kMaxFigure)) {
+        return -1; /* negative, too large, NaN */
     }
-    return static_cast<int64_t>(d);
+    /* in range, the conversion is exact for whole numbers (std::floor
+     * is a libm call, six per request) */
+    auto v = static_cast<int64_t>(d);
+    return static_cast<double>(v) == d ? v : -1; /* fractional */
 }
 
 }  // namespace
