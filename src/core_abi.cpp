@@ -18,6 +18,9 @@ static_assert(sizeof(rl_outcome_t) == sizeof(rl::RuleOutcome),
               "rl_outcome_t mirrors rl::RuleOutcome");
 static_assert(RL_RULE_ID_LEN == rl::kRuleIdLen, "rule id length");
 static_assert(RL_MAX_RULES == rl::kMaxRulesPerCall, "rules per call");
+static_assert(RL_STATE_KEY_MAX == 1 + rl::kMaxPlainValue + 2 + rl::kRuleIdLen &&
+                  rl::kDigestValueLen <= rl::kMaxPlainValue,
+              "the longest state key");
 
 int rl_parse_rate(const char *text, size_t len, uint64_t *limit,
                   uint64_t *window_us) noexcept try {

@@ -3,8 +3,8 @@
  * knows until when, and rejects it again without asking: a flood costs
  * Redis nothing.
  *
- * An entry names a rule's state for one key value (the Redis key without
- * its prefix) and the rule's configuration (limit, window, burst, cost:
+ * An entry names a rule's state for one key value (see keyOf) and the
+ * rule's configuration (limit, window, burst, cost:
  * a reload that changes them does not inherit old entries); it holds the
  * time at which the rule frees capacity for that request. Only enforced
  * rules of constant cost are cached: a cheaper request might pass sooner,
@@ -17,6 +17,7 @@
 
 #include "clock.hpp"
 #include "core/reply.hpp"
+#include "core/state_key.hpp"
 
 namespace {
 
@@ -34,24 +35,30 @@ struct Entry {
     int64_t             remaining;
 };
 
-constexpr size_t kMaxKey = 2 + 64 + 1 + 1 + RL_RULE_ID_LEN + 40 + 8;
+/* An entry's name: the rule (its state's id, its configuration and its
+ * zone), then the key value as is, or its state key when it is long (a
+ * digest). A flag byte keeps the two forms apart. */
+constexpr size_t kRuleBytes = RL_RULE_ID_LEN + 4 + 4;
+constexpr size_t kMaxKey = kRuleBytes + 1 + RL_STATE_KEY_MAX;
 constexpr ngx_uint_t kExpirePerInsert = 2;
 constexpr ngx_uint_t kEvictOnFull = 8;
 
-/* The entry's name: the state key without prefix, then the rule's
- * configuration digest. */
 size_t keyOf(u_char *out, const ngx_http_rl_rule_t *rule,
              const ngx_str_t *value) {
-    auto *v = reinterpret_cast<const char *>(value->data);
-    size_t len = rl_state_key_len(0, v, value->len);
-    if (len + 8 > kMaxKey) {
-        return 0;
+    u_char *p = ngx_cpymem(out, rule->id, RL_RULE_ID_LEN);
+    p = ngx_cpymem(p, &rule->config_crc, 4);
+    p = ngx_cpymem(p, &rule->zone->index, 4);
+    if (value->len <= rl::kMaxPlainValue) {
+        *p++ = 0;
+        p = ngx_cpymem(p, value->data, value->len);
+    } else {
+        *p++ = 1;
+        p = reinterpret_cast<u_char *>(rl_state_key_write(
+            reinterpret_cast<char *>(p), "", 0,
+            reinterpret_cast<const char *>(value->data), value->len,
+            rule->id));
     }
-    rl_state_key_write(reinterpret_cast<char *>(out), "", 0, v, value->len,
-                       rule->id);
-    ngx_memcpy(out + len, &rule->config_crc, 4);
-    ngx_memcpy(out + len + 4, &rule->zone->index, 4);
-    return len + 8;
+    return static_cast<size_t>(p - out);
 }
 
 Shared *shared(ngx_shm_zone_t *zone) {
@@ -113,9 +120,6 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
     }
     u_char text[kMaxKey];
     size_t len = keyOf(text, rule, value);
-    if (len == 0) {
-        return 0;
-    }
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_murmur_hash2(text, len);
     ngx_int_t found = 0;
@@ -147,7 +151,7 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
      * the cache reject longer than Redis would. In microseconds: a retry
      * of 10 us at a high rate is not 1 ms. */
     int64_t until = decidedUs + o->retry_us;
-    if (len == 0 || o->retry_us <= 0 || until <= now) {
+    if (o->retry_us <= 0 || until <= now) {
         return;
     }
     ngx_str_t key = {len, text};

@@ -27,31 +27,37 @@ ngx_http_rl_link_t *linkFor(ngx_http_request_t *r, ngx_http_rl_zone_t *z) {
     return rmcf->links != nullptr ? rmcf->links[z->index] : nullptr;
 }
 
+/* The context and its per-rule arrays are one block of the request's
+ * pool, zeroed once: a request pays one allocation, not six. */
 ngx_http_rl_ctx_t *createCtx(ngx_http_request_t *r,
                              ngx_http_rl_loc_conf_t *lcf) {
-    ngx_pool_cleanup_t *cln =
-        ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_rl_ctx_t));
+    static_assert(sizeof(ngx_http_rl_ctx_t) % alignof(rl_outcome_t) == 0 &&
+                      sizeof(rl_outcome_t) % alignof(ngx_http_rl_group_t) ==
+                          0 &&
+                      sizeof(ngx_http_rl_group_t) % alignof(ngx_str_t) == 0 &&
+                      sizeof(ngx_str_t) % alignof(uint64_t) == 0,
+                  "each array of the block starts aligned");
+    ngx_uint_t n = lcf->rules->nelts;
+    size_t size = sizeof(ngx_http_rl_ctx_t) +
+                  n * (sizeof(rl_outcome_t) + sizeof(ngx_http_rl_group_t) +
+                       sizeof(ngx_str_t) + sizeof(uint64_t) + 1);
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, size);
     if (cln == nullptr) {
         return nullptr;
     }
-    auto *ctx = static_cast<ngx_http_rl_ctx_t *>(cln->data);
-    ngx_memzero(ctx, sizeof(ngx_http_rl_ctx_t));
+    ngx_memzero(cln->data, size);
     cln->handler = cleanupCtx;
 
-    ngx_uint_t n = lcf->rules->nelts;
+    auto *ctx = static_cast<ngx_http_rl_ctx_t *>(cln->data);
+    ctx->outcomes = reinterpret_cast<rl_outcome_t *>(ctx + 1);
+    ctx->groups = reinterpret_cast<ngx_http_rl_group_t *>(ctx->outcomes + n);
+    ctx->values = reinterpret_cast<ngx_str_t *>(ctx->groups + n);
+    ctx->costs = reinterpret_cast<uint64_t *>(ctx->values + n);
+    ctx->decided = reinterpret_cast<u_char *>(ctx->costs + n);
     ctx->r = r;
     ctx->lcf = lcf;
     ctx->binding = -1;
     ctx->rc = NGX_DECLINED;
-    ctx->outcomes = static_cast<rl_outcome_t *>(
-        ngx_pcalloc(r->pool, n * sizeof(rl_outcome_t)));
-    ctx->decided = static_cast<u_char *>(ngx_pcalloc(r->pool, n));
-    ctx->groups = static_cast<ngx_http_rl_group_t *>(
-        ngx_pcalloc(r->pool, n * sizeof(ngx_http_rl_group_t)));
-    if (ctx->outcomes == nullptr || ctx->decided == nullptr ||
-        ctx->groups == nullptr) {
-        return nullptr;
-    }
     ctx->wake.handler = wake;
     ctx->wake.data = ctx;
     ctx->wake.log = r->connection->log;
@@ -81,15 +87,17 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
         ngx_http_rl_rule_t *rule = &rules[g->rules[k]];
         const ngx_str_t *v = &values[g->rules[k]];
         auto *value = reinterpret_cast<const char *>(v->data);
-        size_t len = rl_state_key_len(prefix->len, value, v->len);
-        auto *key = static_cast<char *>(ngx_pnalloc(p, len));
+        /* room for the longest: one pass over the value, not two */
+        auto *key = static_cast<char *>(
+            ngx_pnalloc(p, prefix->len + RL_STATE_KEY_MAX));
         if (key == nullptr) {
             return NGX_ERROR;
         }
-        rl_state_key_write(key, reinterpret_cast<char *>(prefix->data),
-                           prefix->len, value, v->len, rule->id);
+        char *end = rl_state_key_write(key,
+                                       reinterpret_cast<char *>(prefix->data),
+                                       prefix->len, value, v->len, rule->id);
         g->keys[k].data = reinterpret_cast<u_char *>(key);
-        g->keys[k].len = len;
+        g->keys[k].len = static_cast<size_t>(end - key);
         g->specs[k] = ngx_http_rl_dry_run(g->ctx, rule) ? &rule->dry_spec
                                                         : &rule->spec;
         g->costs[k] = g->ctx->costs[g->rules[k]];
@@ -545,18 +553,10 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     }
 
     ctx = createCtx(r, lcf);
-    if (ctx == nullptr) {
+    if (ctx == nullptr || groupRules(r, ctx, ctx->values) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    auto *values = static_cast<ngx_str_t *>(
-        ngx_pcalloc(r->pool, lcf->rules->nelts * sizeof(ngx_str_t)));
-    ctx->values = values;
-    ctx->costs = static_cast<uint64_t *>(
-        ngx_pcalloc(r->pool, lcf->rules->nelts * sizeof(uint64_t)));
-    if (values == nullptr || ctx->costs == nullptr ||
-        groupRules(r, ctx, values) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    ngx_str_t *values = ctx->values;
 
     if (denied(r, ctx)) {
         finish(ctx);

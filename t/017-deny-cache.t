@@ -74,6 +74,20 @@ ok(abs($res->{headers}{'retry-after'} - $first->{headers}{'retry-after'})
 
 is(http_get($port, '/one?k=b')->{code}, 200, 'another key still asks Redis');
 
+# ----------------------- long values: cached by digest, each value its own
+my $long = 'v' x 100;
+is(http_get($port, "/one?k=${long}1")->{code}, 200, 'a long key passes')
+    for 1 .. 2;
+is(http_get($port, "/one?k=${long}1")->{code}, 429, 'then Redis rejects it');
+$before = evalsha_calls($r);
+@codes = http_parallel($port, [ ("/one?k=${long}1") x 10 ], concurrency => 4);
+is(scalar(grep { $_ == 429 } @codes), 10, 'its flood is rejected');
+is(evalsha_calls($r), $before, 'from the cache');
+is(http_get($port, "/one?k=${long}2")->{code}, 200,
+   'a long key that differs only past byte 64 still asks Redis');
+is(http_get($port, '/one?k=' . ('v' x 64))->{code}, 200,
+   'so does its 64-byte start');
+
 # ------------------------------------------- the cache expires with the retry
 is(http_get($port, '/short?k=s')->{code}, 200, '1r/s: first passes');
 is(http_get($port, '/short?k=s')->{code}, 429, 'then rejected by Redis');
