@@ -21,11 +21,17 @@
 
 namespace {
 
+/* Lookups on the allow path take no lock while they can tell there is
+ * nothing to find: past `latest` no entry lasts, and past until[b] no
+ * entry whose hash falls in bucket b does. */
+constexpr size_t kBuckets = 1024;
+
 struct Shared {
     ngx_rbtree_t        rbtree;
     ngx_rbtree_node_t   sentinel;
     ngx_queue_t         queue;
     int64_t             latest;     /* no entry lasts beyond, us */
+    int64_t             until[kBuckets];
 };
 
 struct Entry {
@@ -98,9 +104,9 @@ ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone,
     if (sh == nullptr) {
         return NGX_ERROR;
     }
+    ngx_memzero(sh, sizeof(Shared));
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
     ngx_queue_init(&sh->queue);
-    sh->latest = 0;
     pool->data = sh;
     pool->log_nomem = 0;
     return NGX_OK;
@@ -111,23 +117,29 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
                                   const ngx_http_rl_rule_t *rule,
                                   const ngx_str_t *value,
                                   rl_outcome_t *out) noexcept {
-    /* Nothing rejected lately (the allow path): no lock, no key. Read
-     * without the lock, a value one insert old at worst sends a request
-     * to Redis, which decides it. */
+    /* Nothing rejected lately (the allow path): no lock, no key; nothing
+     * rejected lately with a hash like this key's: no lock. Read without
+     * the lock, a value one insert old at worst sends a request to
+     * Redis, which decides it. */
+    Shared *sh = shared(zone);
     int64_t now = rl::monotonicUs();
-    if (now >= *static_cast<volatile int64_t *>(&shared(zone)->latest)) {
+    if (now >= *static_cast<volatile int64_t *>(&sh->latest)) {
         return 0;
     }
     u_char text[kMaxKey];
     size_t len = keyOf(text, rule, value);
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_murmur_hash2(text, len);
+    auto *bucket = static_cast<volatile int64_t *>(&sh->until[hash % kBuckets]);
+    if (now >= *bucket) {
+        return 0;
+    }
     ngx_int_t found = 0;
 
     ngx_slab_pool_t *pool = poolOf(zone);
     ngx_shmtx_lock(&pool->mutex);
     auto *e = reinterpret_cast<Entry *>(
-        ngx_str_rbtree_lookup(&shared(zone)->rbtree, &key, hash));
+        ngx_str_rbtree_lookup(&sh->rbtree, &key, hash));
     if (e != nullptr && e->until > now) {
         int64_t us = e->until - now;
         int64_t ms = rl::msCeil(us);
@@ -189,6 +201,9 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     ngx_queue_insert_head(&sh->queue, &e->queue);
     if (until > sh->latest) {
         sh->latest = until;
+    }
+    if (until > sh->until[hash % kBuckets]) {
+        sh->until[hash % kBuckets] = until;
     }
     ngx_shmtx_unlock(&pool->mutex);
 }

@@ -427,7 +427,9 @@ static ngx_int_t
 ngx_http_rl_init(ngx_conf_t *cf)
 {
     ngx_str_t                   name = ngx_string("rl_metrics");
-    ngx_str_t                   deny = ngx_string("rl_deny_cache");
+    /* named with its layout's version (src/deny_cache.cpp Shared): a
+     * reload onto a build of another layout makes a new zone */
+    ngx_str_t                   deny = ngx_string("rl_deny_cache_2");
     ngx_uint_t                  i;
     ngx_http_rl_zone_t        **zones;
     ngx_http_handler_pt        *h;
