@@ -7,7 +7,10 @@
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
+# make BUILD=DIR LUA=DIR: another build directory and script directory
+# (bench/floor builds the module with stand-in scripts)
 BUILD      := $(CURDIR)/build
+LUA        := lua
 MODULE_DIR := $(BUILD)/module
 MODULE     := $(MODULE_DIR)/ngx_http_rl_module.so
 SCRIPT_H   := $(MODULE_DIR)/ngx_http_rl_script.h
@@ -22,7 +25,7 @@ NGX_CC_OPT ?= -g -O2 -fstack-protector-strong -Wformat \
 
 SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
-SCRIPTS := lua/embed.sh $(wildcard lua/*.lua)
+SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 
 .PHONY: all deps module unit unit-build integration test run stop clean
 
@@ -41,7 +44,7 @@ $(MODULE_DIR)/Makefile: config
 	    > $(MODULE_DIR)/configure.log
 
 $(SCRIPT_H): $(SCRIPTS) $(MODULE_DIR)/Makefile
-	sh lua/embed.sh lua > $@
+	sh $(LUA)/embed.sh $(LUA) > $@
 
 $(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(SOURCES)
 	$(MAKE) -f $(MODULE_DIR)/Makefile -C $(NGX_SRC) modules
