@@ -22,7 +22,8 @@
 local M = {}
 
 function M.check(key, now, limit, window, burst, cost, delay)
-    local w = math.floor(now / window)
+    local w = now / window
+    w = w - w % 1                       -- floor (meter.lua)
     local hw, count = get(key, 16)
     local ttl
     if hw ~= nil and hw >= w then
@@ -32,7 +33,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
         count = 0
     end
     local reset = (w + 1) * window - now
-    local left = math.max(limit - count, 0)
+    local left = limit > count and limit - count or 0
     if count + cost <= limit then
         return true, left, reset, 0, 0, struct.pack('<dd', w, count + cost),
                ttl ~= false and reset

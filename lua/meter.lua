@@ -35,6 +35,11 @@ local function get(key, bytes)
     end
 end
 
+-- On the admit path of the window algorithms and in the driver, x - x % 1
+-- stands for math.floor(x) and a comparison for math.max: a call of a C
+-- function costs a call of 8 requests about 1.5% of its instructions
+-- (Lua's % is a - floor(a / b) * b, exact here: x - floor(x) is).
+
 -- TTL in ms of state fresh again in ttl_us: rounded up, plus 1 ms (see
 -- rl.lua)
 local function px(ttl_us)

@@ -195,7 +195,7 @@ for pass = refunding and 1 or 2, 2 do
                 alg.check(key, now, v[2], v[3], v[4], cost, v[5])
             local allowed = 1
             if ok then
-                left = math.max(left - cost, 0)
+                left = left > cost and left - cost or 0
                 if dry then
                     wait = 0
                 end

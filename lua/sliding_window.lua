@@ -45,7 +45,8 @@ local function retry_after(prev, cur, elapsed, window, limit, cost)
 end
 
 function M.check(key, now, limit, window, burst, cost, delay)
-    local w = math.floor(now / window)
+    local w = now / window
+    w = w - w % 1                       -- floor (meter.lua)
     local elapsed = now - w * window
     local back = 0
     local hw, hc, hp = get(key, 24)
@@ -62,7 +63,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
         prev = hc
     end
     local est = prev * (window - elapsed) / window + cur
-    local left = math.max(math.floor(limit - est), 0)
+    local left = limit - est
+    left = left < 1 and 0 or left - left % 1
     local whole = 2 * window - elapsed + back
     local ok = est + cost <= limit
     local counted = cur                 -- window w's count after this
