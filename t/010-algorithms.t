@@ -61,8 +61,11 @@ LOC
 }
 
 my $r = start_redis();
+# timeout=1s: these runs measure the algorithms; on a shared VM the host
+# can stall a process beyond the default 100ms, and a timed-out decision
+# (ERROR) would be counted against the algorithm
 my $ng = start_nginx(redis => $r, config => <<"CONF");
-    rl_zone r redis=127.0.0.1:\$RedisPort;
+    rl_zone r redis=127.0.0.1:\$RedisPort timeout=1s;
     rl_zone e;
     server {
         listen 127.0.0.1:\$ServerPort;
@@ -467,9 +470,18 @@ for my $store (@STORES) {
             my $d = $flood[-1]{s} - $flood[0]{r};
             my $want = $cap + POSIX::floor($d * $n / $w);
             my $got = adm(@flood);
-            ok($got >= $want - 1 && $got <= $want + 1,
+            # a stall longer than T between two requests (the host took
+            # the CPU) is time without demand: at most its T's are lost
+            my $t = $w / $n;
+            my $lost = 0;
+            for my $i (1 .. $#flood) {
+                my $gap = $flood[$i]{s} - $flood[$i - 1]{s};
+                $lost += POSIX::floor($gap / $t) if $gap > $t;
+            }
+            ok($got >= $want - 1 - $lost && $got <= $want + 1,
                "$tag, flood: about C + N per W admitted ($got, "
-               . "expected $want +-1 over " . fmt($d) . 's)');
+               . "expected $want +-1 over " . fmt($d) . 's'
+               . ($lost ? ", $lost lost to stalls" : '') . ')');
         }
     }
 }
