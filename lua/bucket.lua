@@ -50,10 +50,13 @@ end
 -- the figures of leaky_bucket and gcra (the same meter) for `level`
 -- units queued at now (src/core/algorithm.cpp levelCheck). A cost above
 -- the capacity k never fits.
+-- (on the admit path, floor(x) is x - x % 1 and ceil(x) is -(y - y % 1)
+-- with y = -x: no C call, see lua/meter.lua)
 local function level_figures(level, need, full, k, cost, n, w, burst, delay)
     local left = 0
     if level < full then
-        left = math.floor((full - level) / w)
+        left = (full - level) / w
+        left = left - left % 1
     end
     if cost > k then
         local retry = math.ceil(need / n)
@@ -71,5 +74,6 @@ local function level_figures(level, need, full, k, cost, n, w, burst, delay)
             wait = math.ceil(excess / n)
         end
     end
-    return true, left, math.ceil(after / n), 0, wait
+    local reset = -after / n
+    return true, left, -(reset - reset % 1), 0, wait
 end

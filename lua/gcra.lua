@@ -37,7 +37,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
         dt = t - now
     end
     if dt >= 0 then
-        if dt > math.floor(full / n) then
+        local most = full / n
+        if dt > most - most % 1 then    -- floor (lua/meter.lua)
             local retry
             if cost > k then
                 retry = math.ceil(need / n)
@@ -54,7 +55,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
         level_figures(level, need, full, k, cost, n, w, burst, delay)
     if ok then
         local sum = f + need
-        local q = math.floor(sum / n)
+        local q = sum / n
+        q = q - q % 1                   -- floor
         return true, left, reset, 0, wait,
                struct.pack('<dd', t + q, sum - q * n), reset
     end
