@@ -41,8 +41,10 @@ for my $store (qw(redis embedded)) {
 LOC
     }
 }
+# timeout=1s: these runs measure delays; a host that stalls a process
+# beyond the default 100ms would turn a decision into ERROR (as t/010)
 my $conf = <<"CONF";
-    rl_zone r redis=127.0.0.1:\$RedisPort;
+    rl_zone r redis=127.0.0.1:\$RedisPort timeout=1s;
     rl_zone e;
     server {
         listen 127.0.0.1:\$ServerPort;
