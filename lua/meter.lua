@@ -35,7 +35,7 @@ local function get(key, bytes)
     end
 end
 
--- On the admit path of the window algorithms and in the driver, x - x % 1
+-- On the algorithms' admit paths and in the driver, x - x % 1
 -- stands for math.floor(x) and a comparison for math.max: a call of a C
 -- function costs a call of 8 requests about 1.5% of its instructions
 -- (Lua's % is a - floor(a / b) * b, exact here: x - floor(x) is).
