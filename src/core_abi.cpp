@@ -48,11 +48,6 @@ int rl_rule_id(const char *zone, size_t zone_len, const char *name,
     return -1;
 }
 
-size_t rl_state_key_len(size_t prefix_len, const char *value,
-                        size_t len) noexcept {
-    return rl::stateKeyLength(prefix_len, {value, len});
-}
-
 char *rl_state_key_write(char *out, const char *prefix, size_t prefix_len,
                          const char *value, size_t len,
                          const char *rule_id) noexcept {

@@ -44,10 +44,10 @@ int rl_rule_id(const char *zone, size_t zone_len, const char *name,
     size_t name_len, const char *algorithm, size_t algorithm_len,
     uint64_t window_us, const char *key, size_t key_len, char *out) RL_NOEXCEPT;
 
-/* The longest state key past its prefix (src/core/state_key.hpp). */
+/* A state key (src/core/state_key.hpp) at out, returns its end: at most
+ * prefix_len + RL_STATE_KEY_MAX bytes. */
 #define RL_STATE_KEY_MAX    83
 
-size_t rl_state_key_len(size_t prefix_len, const char *value, size_t len) RL_NOEXCEPT;
 char *rl_state_key_write(char *out, const char *prefix, size_t prefix_len,
     const char *value, size_t len, const char *rule_id) RL_NOEXCEPT;
 

@@ -33,7 +33,6 @@ struct Node {
     uint32_t            slots;
 };
 
-constexpr size_t kMaxKey = 2 + 64 + 1 + 1 + RL_RULE_ID_LEN + 40;
 constexpr ngx_uint_t kExpirePerRequest = 2;
 constexpr ngx_uint_t kEvictOnFull = 8;
 
@@ -79,14 +78,11 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
                    const ngx_str_t *value, int64_t now, Node **keep,
                    ngx_uint_t nkeep) {
     auto *sh = static_cast<Shared *>(z->sh);
-    u_char text[kMaxKey];
-    auto *v = reinterpret_cast<const char *>(value->data);
-    size_t len = rl_state_key_len(0, v, value->len);
-    if (len > sizeof(text)) {
-        return nullptr;
-    }
-    rl_state_key_write(reinterpret_cast<char *>(text), "", 0, v, value->len,
-                       rule->id);
+    u_char text[RL_STATE_KEY_MAX];
+    auto *end = reinterpret_cast<u_char *>(rl_state_key_write(
+        reinterpret_cast<char *>(text), "", 0,
+        reinterpret_cast<const char *>(value->data), value->len, rule->id));
+    size_t len = static_cast<size_t>(end - text);
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_murmur_hash2(text, len);
 
