@@ -13,7 +13,7 @@ run_tests();
 {
     my $r = start_redis();
     my $ng = start_nginx(redis => $r, config => <<'CONF');
-    rl_zone main redis=127.0.0.1:$RedisPort;
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
     server {
         listen 127.0.0.1:$ServerPort;
         add_header X-RL-Status $rl_status always;
@@ -77,7 +77,7 @@ __DATA__
 
 === TEST 1: default algorithm (sliding_window): 3 pass, then 429
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -126,7 +126,7 @@ Retry-After: [1-9]\\d*",
 
 === TEST 2: fixed_window: 3 pass, then 429
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -168,7 +168,7 @@ Retry-After: [1-9]\\d*",
 
 === TEST 3: explicit sliding_window, daily window
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -196,7 +196,7 @@ X-RL-Status: REJECTED",
 
 === TEST 4: custom rl_status 503
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -219,7 +219,7 @@ location /t {
 
 === TEST 5: another key is independent
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -242,7 +242,7 @@ location /t {
 
 === TEST 6: an empty key skips the rule
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -264,7 +264,7 @@ location /t {
 
 === TEST 7: name= is accepted and limits as usual
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -283,7 +283,7 @@ location /t {
 
 === TEST 8: rate with an nginx time: 2r/12h
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -302,7 +302,7 @@ location /t {
 
 === TEST 9: r/s and r/m rates are accepted
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /s {
@@ -323,7 +323,7 @@ location /m {
 
 === TEST 10: a location without rules is not limited and has no headers
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -346,7 +346,7 @@ location /free {
 
 === TEST 11: the zone over the unix socket
 --- http_config
-rl_zone main redis=unix:$RedisSock;
+rl_zone main redis=unix:$RedisSock timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -364,7 +364,7 @@ location /t {
 
 === TEST 12: the zone by host name
 --- http_config
-rl_zone main redis=localhost:$RedisPort;
+rl_zone main redis=localhost:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -382,7 +382,7 @@ location /t {
 
 === TEST 13: rl_status set at http level is inherited
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_status 403;
 --- config
 add_header X-RL-Status $rl_status always;
@@ -401,7 +401,7 @@ location /t {
 
 === TEST 14: a rejection is logged with zone, rule, key and retry delay
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=$http_x_client rate=1r/d algorithm=fixed_window

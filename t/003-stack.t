@@ -12,7 +12,7 @@ __DATA__
 
 === TEST 1: 2r/h and 5r/d on one key: the 3rd is rejected and consumes nothing
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /s {
@@ -42,7 +42,7 @@ location /long {
 
 === TEST 2: the daily rule binds: the hourly one is not consumed by rejections
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /s {
@@ -72,7 +72,7 @@ location /wide {
 
 === TEST 3: per-user and global rules stacked
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -97,7 +97,7 @@ location /t {
 
 === TEST 4: identical rules in two locations share state, another name does not
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /a {
@@ -125,8 +125,8 @@ location /c {
 
 === TEST 5: rules in two zones stacked: a rejection consumes nothing in either
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
-rl_zone other redis=unix:$RedisSock prefix=other:;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
+rl_zone other redis=unix:$RedisSock prefix=other: timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /s {
@@ -152,7 +152,7 @@ location /m {
 
 === TEST 6: server rules apply to a location without rules, not to one with its own
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 rl_rule zone=main key=k1 rate=2r/d algorithm=fixed_window name=srv;
@@ -181,7 +181,7 @@ location /own {
 
 === TEST 7: http rules reach a server and location without rules
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_rule zone=main key=k1 rate=1r/d algorithm=fixed_window name=global;
 --- config
 add_header X-RL-Status $rl_status always;
@@ -200,7 +200,7 @@ location /t {
 
 === TEST 8: a server with its own rule does not get the http one
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_rule zone=main key=k1 rate=1r/d algorithm=fixed_window name=global;
 --- config
 add_header X-RL-Status $rl_status always;
@@ -222,7 +222,7 @@ location /t {
 
 === TEST 9: rl_status inherited from the server, overridden in a location
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 rl_status 503;
@@ -244,7 +244,7 @@ location /b {
 
 === TEST 10: nested location inherits the rules of the enclosing one
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /outer {

@@ -8,7 +8,7 @@ my $r = start_redis();
 
 # reuseport spreads the connections over the workers (no accept mutex luck)
 my $http = <<'CONF';
-    rl_zone main redis=127.0.0.1:$RedisPort;
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
     server {
         listen 127.0.0.1:$ServerPort reuseport;
         add_header X-RL-Status $rl_status always;

@@ -13,8 +13,8 @@ sub st { my $res = shift; "$res->{code} " . ($res->{headers}{'x-rl-status'} // '
     my $r = start_redis(password => 's3cret');
     $r->cli('ACL', 'SETUSER', 'app', 'on', '>apppw', '~*', '+@all');
     my $ng = start_nginx(redis => $r, config => <<'CONF');
-    rl_zone good redis=127.0.0.1:$RedisPort password=s3cret;
-    rl_zone acl redis=127.0.0.1:$RedisPort username=app password=apppw;
+    rl_zone good redis=127.0.0.1:$RedisPort password=s3cret timeout=5s;
+    rl_zone acl redis=127.0.0.1:$RedisPort username=app password=apppw timeout=5s;
     rl_zone badpw redis=127.0.0.1:$RedisPort password=wrong timeout=300ms;
     rl_zone nopw redis=127.0.0.1:$RedisPort timeout=300ms;
     server {
@@ -52,8 +52,8 @@ CONF
 {
     my $r = start_redis();
     my $ng = start_nginx(redis => $r, config => <<'CONF');
-    rl_zone dflt redis=127.0.0.1:$RedisPort;
-    rl_zone db3 redis=127.0.0.1:$RedisPort db=3 prefix=myapp:;
+    rl_zone dflt redis=127.0.0.1:$RedisPort timeout=5s;
+    rl_zone db3 redis=127.0.0.1:$RedisPort db=3 prefix=myapp: timeout=5s;
     server {
         listen 127.0.0.1:$ServerPort;
         add_header X-RL-Status $rl_status always;

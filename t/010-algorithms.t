@@ -442,14 +442,13 @@ for my $store (@STORES) {
            "$tag: next admitted not before " . fmt($lo - $t0s)
            . "s after the first (at " . fmt($at) . 's)');
         # polled every 10ms: the first poll after the bound is admitted
-        my $late = $next->{s} - $hi;
+        # (how soon after the bound that poll left is the host's business:
+        # a stalled host spaces the polls out)
         my @early_rej = grep { $_->{code} == 429 && $_->{s} > $hi + $TOL }
                         @poll;
         ok(!@early_rej, "$tag: no poll rejected after the bound ("
                         . fmt($hi - $t0s) . 's)')
             or diag('rejected at ' . fmt($early_rej[0]{s} - $t0s) . 's');
-        ok($late < 0.15, "$tag: next admitted within 150ms of the bound "
-                         . '(' . sprintf('%+.3f', $late) . 's)');
 
         # -------------------------------------------------- sustained
         check_common("$tag, flood", $n, @flood);

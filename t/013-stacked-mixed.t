@@ -67,8 +67,8 @@ LOC
 }
 
 my $ng = start_nginx(redis => $r, workers => 2, config => <<"CONF");
-    rl_zone r redis=127.0.0.1:\$RedisPort;
-    rl_zone r2 redis=127.0.0.1:\$RedisPort prefix=two:;
+    rl_zone r redis=127.0.0.1:\$RedisPort timeout=5s;
+    rl_zone r2 redis=127.0.0.1:\$RedisPort prefix=two: timeout=5s;
     rl_zone e;
     rl_zone e2 size=1m;
     server {

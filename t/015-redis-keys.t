@@ -33,8 +33,8 @@ LOC
 
 my $r = start_redis();
 my $ng = start_nginx(redis => $r, config => <<"CONF");
-    rl_zone r redis=127.0.0.1:\$RedisPort;
-    rl_zone r2 redis=127.0.0.1:\$RedisPort prefix=two:;
+    rl_zone r redis=127.0.0.1:\$RedisPort timeout=5s;
+    rl_zone r2 redis=127.0.0.1:\$RedisPort prefix=two: timeout=5s;
     rl_zone e;
     server {
         listen 127.0.0.1:\$ServerPort;

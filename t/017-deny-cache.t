@@ -24,7 +24,7 @@ sub hits {
 
 my $r = start_redis();
 my $conf = <<'CONF';
-    rl_zone r redis=127.0.0.1:$RedisPort;
+    rl_zone r redis=127.0.0.1:$RedisPort timeout=5s;
     server {
         listen 127.0.0.1:$ServerPort reuseport;
         add_header X-RL-Status $rl_status always;

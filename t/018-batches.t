@@ -19,7 +19,7 @@ sub evalsha_calls {
 
 my $r = start_redis();
 my $ng = start_nginx(redis => $r, workers => 1, config => <<'CONF');
-    rl_zone r redis=127.0.0.1:$RedisPort;
+    rl_zone r redis=127.0.0.1:$RedisPort timeout=5s;
     server {
         listen 127.0.0.1:$ServerPort;
         add_header X-RL-Status $rl_status always;

@@ -18,7 +18,7 @@ run_tests();
 {
     my $r = start_redis();
     my $ng = start_nginx(redis => $r, config => <<'CONF');
-    rl_zone main redis=127.0.0.1:$RedisPort;
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
     rl_zone local;
     rl_headers draft;
     server {
@@ -72,7 +72,7 @@ __DATA__
 
 === TEST 1: default (on): X-RateLimit-* on every response, Retry-After on the 429s only, no draft fields
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=k rate=3r/h algorithm=fixed_window;
@@ -103,7 +103,7 @@ location /t {
 
 === TEST 2: rl_headers on, written out, in the location
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers on;
@@ -124,7 +124,7 @@ location /t {
 
 === TEST 3: rl_headers off: no header at all, the limit still applies, $rl_status still set
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -147,7 +147,7 @@ location /t {
 
 === TEST 4: draft, one rule: the X- headers plus RateLimit-Policy and RateLimit, default name the rate as written
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers draft;
@@ -177,7 +177,7 @@ location /t {
 
 === TEST 5: draft, two rules: the policy lists both in configuration order, RateLimit follows the one with least remaining
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers draft;
@@ -208,7 +208,7 @@ location /t {
 
 === TEST 6: draft: the binding rule moves to the rule with least remaining
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers draft;
@@ -250,7 +250,7 @@ location /big {
 
 === TEST 7: draft: a rule whose key is empty did not apply and is not in the policy
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers draft;
@@ -271,7 +271,7 @@ location /t {
 
 === TEST 8: draft, a rejection by two rules: RateLimit names the one that frees capacity last
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers draft;
@@ -293,7 +293,7 @@ location /t {
 
 === TEST 9: draft: w is the window in whole seconds, rounded up; names as written
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 rl_headers draft;
 location /ms {
@@ -329,7 +329,7 @@ location /sub {
 
 === TEST 10: draft: the name is a structured-field string, quote and backslash escaped
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers draft;
@@ -347,7 +347,7 @@ RateLimit: "a\\"b\\\\c d";r=1;t=\d+
 
 === TEST 11: rl_headers is inherited: off at http, draft in a server, on in one location
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_headers off;
 server {
     listen 127.0.0.1:$ServerPort;
@@ -381,7 +381,7 @@ location /t {
 
 === TEST 12: the headers are on an upstream error (502), for on and draft
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /on {
@@ -412,7 +412,7 @@ connect() failed (111: Connection refused) while connecting to upstream
 
 === TEST 13: error_page 429 = @json: a JSON body from a named location, the headers survive the redirect
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers draft;
@@ -443,7 +443,7 @@ location @json {
 
 === TEST 14: error_page 429 /429.json: a JSON body from an internal location, the headers survive
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=k rate=1r/h;
@@ -494,7 +494,7 @@ X-RL-Status: ERROR
 
 === TEST 16: rl_headers takes on, off or draft
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t { rl_headers yes; rl_rule zone=main key=k rate=1r/h; empty_gif; }
 --- must_die
@@ -505,7 +505,7 @@ invalid value "yes"
 
 === TEST 17: rl_headers is valid at http, server and location level
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_headers draft;
 --- config
 rl_headers off;

@@ -12,7 +12,7 @@ run_tests();
 
 my $r = start_redis();
 my $ng = start_nginx(redis => $r, config => <<'CONF');
-    rl_zone main redis=127.0.0.1:$RedisPort;
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
     rl_zone down redis=127.0.0.1:1 connect_timeout=200ms timeout=200ms
             failure=open;
 
@@ -169,7 +169,7 @@ __DATA__
 
 === TEST 1: set in the location's rewrite phase sees empty variables; the same variables after the decision do not
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=k rate=2r/h name=two;
@@ -191,7 +191,7 @@ location /t {
 
 === TEST 2: `if` runs before the decision: conditions on $rl_status see it empty
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=k rate=1r/h;
@@ -216,7 +216,7 @@ location /t {
 
 === TEST 3: a location answered by `return` is never limited: return ends the request in the rewrite phase
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=k rate=1r/h;
@@ -237,7 +237,7 @@ location /t {
 
 === TEST 4: map on $rl_status to a header, with several rules: $rl_rule names the binding one
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 map $rl_status $rl_verdict {
     REJECTED   "slow down";
     default    "";
@@ -262,7 +262,7 @@ location /t {
 
 === TEST 5: $rl_rule is the rule's name=, by default the rate as written
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Rule $rl_rule always;
 location /named { rl_rule zone=main key=k rate=5r/h name=per_client; empty_gif; }

@@ -19,7 +19,7 @@ __DATA__
 
 === TEST 1: rl_dry_run on: nothing is rejected, would-be rejections are REJECTED_DRY_RUN, no Retry-After
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -48,7 +48,7 @@ location /t {
 
 === TEST 2: a dry-run rejection consumes nothing in the dry rule (its twin with N=10 has 10 - 2 - 1 left)
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /dry {
@@ -74,7 +74,7 @@ location /real {
 
 === TEST 3: the same with sliding_window, token_bucket and gcra, on Redis and on the embedded store
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_zone local;
 --- config
 add_header X-RL-Status $rl_status always;
@@ -123,7 +123,7 @@ location /log {
 
 === TEST 4: per-rule dry_run: the other rules still count the request that passes
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -154,7 +154,7 @@ location /new {
 
 === TEST 5: a real rule rejects: REJECTED (not REJECTED_DRY_RUN), Retry-After, and nothing consumed anywhere
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -185,7 +185,7 @@ location /dry {
 
 === TEST 6: a dry-run rule that counted a request gets it back when a real rule of another zone rejects it
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_zone local;
 --- config
 add_header X-RL-Status $rl_status always;
@@ -211,7 +211,7 @@ location /dry {
 
 === TEST 7: rl_dry_run is inherited from http and server, and a location turns it off
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_dry_run on;
 --- config
 add_header X-RL-Status $rl_status always;
@@ -236,7 +236,7 @@ location /off {
 
 === TEST 8: rl_dry_run at server level reaches rules inherited from http
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_rule zone=main key=k rate=1r/h name=global;
 --- config
 rl_dry_run on;
@@ -256,7 +256,7 @@ location /t {
 
 === TEST 9: a dry-run rejection with draft headers: no Retry-After, the figures of the dry rule
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -277,7 +277,7 @@ location /t {
 
 === TEST 10: rl_dry_run takes on or off; dry_run takes no value
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t { rl_dry_run maybe; rl_rule zone=main key=k rate=1r/h; empty_gif; }
 --- must_die
@@ -288,7 +288,7 @@ invalid value "maybe"
 
 === TEST 11: dry_run=on is not a parameter of rl_rule
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t { rl_rule zone=main key=k rate=1r/h dry_run=on; empty_gif; }
 --- must_die

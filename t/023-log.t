@@ -14,7 +14,7 @@ __DATA__
 
 === TEST 1: default level: a rejection is one [error] line with rule, zone, key and retry delay
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=client42 rate=1r/h algorithm=fixed_window name=hourly;
@@ -34,7 +34,7 @@ location /t {
 
 === TEST 2: only rejected requests are logged
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=k rate=3r/h;
@@ -49,7 +49,7 @@ location /t {
 
 === TEST 3: rl_log_level warn
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_log_level warn;
@@ -69,7 +69,7 @@ location /t {
 
 === TEST 4: rl_log_level notice
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_log_level notice;
@@ -89,7 +89,7 @@ location /t {
 
 === TEST 5: rl_log_level info, inherited from http
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_log_level info;
 --- config
 location /t {
@@ -109,7 +109,7 @@ location /t {
 
 === TEST 6: rl_log_level info is below an error_log at warn: nothing is written
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_log_level info;
@@ -129,7 +129,7 @@ warn
 
 === TEST 7: a binary key ($binary_remote_addr) is written as \xHH
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=$binary_remote_addr rate=1r/h name=per_ip;
@@ -146,7 +146,7 @@ location /t {
 
 === TEST 8: quote, backslash, control and high bytes from a header are escaped
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=$http_x_client rate=1r/h name=per_client;
@@ -165,7 +165,7 @@ location /t {
 
 === TEST 9: CR and LF in a key ($uri decodes %0D%0A) never reach the log raw
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /k/ {
     rl_rule zone=main key=$uri rate=1r/h name=per_uri;
@@ -186,7 +186,7 @@ info
 
 === TEST 10: a key of 64 output bytes is written whole, a longer one is cut after 64 with "..."
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=$arg_k rate=1r/h name=long;
@@ -211,7 +211,7 @@ my $k100 = 'd' x 100;
 
 === TEST 11: escaped bytes count as their 4 output bytes: 16 are written whole, 17 are cut
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=$http_x_client rate=1r/h name=bin;
@@ -231,7 +231,7 @@ location /t {
 
 === TEST 12: a dry-run rejection is logged as such, at rl_log_level
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /error {
     rl_rule zone=main key=k rate=1r/h name=dry_e dry_run;
@@ -258,7 +258,7 @@ location /notice {
 
 === TEST 13: a delayed request is logged one level less severe: error -> warn
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -278,7 +278,7 @@ location /t {
 
 === TEST 14: delays at rl_log_level warn -> notice
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -299,7 +299,7 @@ location /t {
 
 === TEST 15: delays at rl_log_level info stay at info (as limit_req's)
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -318,7 +318,7 @@ location /t {
 
 === TEST 16: rl_log_level takes info, notice, warn or error
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t { rl_log_level debug; rl_rule zone=main key=k rate=1r/h; empty_gif; }
 --- must_die
@@ -329,7 +329,7 @@ invalid value "debug"
 
 === TEST 17: rl_log_level is valid at http, server and location level
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_log_level notice;
 --- config
 rl_log_level warn;
@@ -340,7 +340,7 @@ location /t { rl_log_level info; rl_rule zone=main key=k rate=1r/h; empty_gif; }
 
 === TEST 18: an escape that would cross the 64 bytes is not split: the key is cut before it
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=$http_x_client rate=1r/h name=edge;

@@ -48,7 +48,7 @@ SKIP: {
 
     my $r = start_redis();
     my $ng = start_nginx(redis => $r, config => <<'CONF');
-    rl_zone main redis=127.0.0.1:$RedisPort;
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 
     geo $limit {
         default        1;
@@ -97,7 +97,7 @@ __DATA__
 
 === TEST 1: geo + map + empty key: 127.0.0.1 exempted
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 geo $limit {
     default        1;
     10.0.0.0/8     0;
@@ -126,7 +126,7 @@ location /t {
 
 === TEST 2: the same without 127.0.0.1 in the geo: limited
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 geo $limit {
     default        1;
     10.0.0.0/8     0;
@@ -154,7 +154,7 @@ location /t {
 
 === TEST 3: the exemption by an address from a header (geo on a variable): 10.x exempted, others limited
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 geo $http_x_client_ip $limit {
     default        1;
     10.0.0.0/8     0;
@@ -184,7 +184,7 @@ location /t {
 
 === TEST 4: an exempted client is exempt from one rule only: a global rule still applies
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 geo $limit {
     default        1;
     127.0.0.1      0;
@@ -214,7 +214,7 @@ location /t {
 
 === TEST 5: exempted requests are not counted: the metrics show only the limited client
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 geo $arg_ip $limit {
     default        1;
     10.0.0.0/8     0;

@@ -15,7 +15,7 @@ __DATA__
 
 === TEST 1: try_files to a fallback location with the same (server) rule: counted once
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 root $ServerRoot/html;
 rl_rule zone=main key=k rate=3r/h name=srv;
@@ -47,7 +47,7 @@ location = /metrics {
 
 === TEST 2: try_files to a named location with its own rule: the target's rule does not apply
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 root $ServerRoot/html;
 add_header X-RL-Status $rl_status always;
@@ -73,7 +73,7 @@ location @app {
 
 === TEST 3: rewrite ... last: the rewrite runs before any decision; the target decides, once
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Rule $rl_rule always;
 location /old {
@@ -98,7 +98,7 @@ location /new {
 
 === TEST 4: error_page 404 to a location with another rule: counted once, by the first location
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 root $ServerRoot/html;
 add_header X-RL-Rule $rl_rule always;
@@ -125,7 +125,7 @@ location = /not_found {
 
 === TEST 5: error_page 429 = @json: the variables and figures survive, the request counts once
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=k rate=1r/h name=per_client;
@@ -163,7 +163,7 @@ location = /metrics {
 
 === TEST 6: auth_request: the subrequest to a limited location is not limited; the location itself is
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
@@ -188,7 +188,7 @@ location = /auth {
 
 === TEST 7: auth_request from a limited location: only the main request's rules count, its headers only
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Rule $rl_rule always;
 location /t {
@@ -213,7 +213,7 @@ location = /auth {
 
 === TEST 8: SSI include virtual of a limited location is not limited
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location = /page {
     default_type text/html;
@@ -239,7 +239,7 @@ location = /inc {
 
 === TEST 9: the access log of a redirected request has the decision
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 log_format rl '$uri $status $rl_status $rl_rule';
 --- config
 access_log $ServerRoot/logs/rl.log rl;

@@ -16,7 +16,7 @@ __DATA__
 
 === TEST 1: which rules a location gets, from http, server and enclosing locations
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_headers draft;
 rl_rule zone=main key=k rate=100r/h name=h1;
 rl_rule zone=main key=k rate=200r/h name=h2;
@@ -64,7 +64,7 @@ location /own {
 
 === TEST 2: inherited rules share their state between the locations that inherit them
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 rl_rule zone=main key=k rate=3r/h name=srv;
 location /a { empty_gif; }
@@ -81,8 +81,8 @@ location /b { empty_gif; }
 
 === TEST 3: three zones in one location (Redis, Redis with another prefix, embedded): the policy in configuration order, the binding rule across zones
 --- http_config
-rl_zone r1 redis=127.0.0.1:$RedisPort;
-rl_zone r2 redis=127.0.0.1:$RedisPort prefix=other:;
+rl_zone r1 redis=127.0.0.1:$RedisPort timeout=5s;
+rl_zone r2 redis=127.0.0.1:$RedisPort prefix=other: timeout=5s;
 rl_zone mem;
 --- config
 add_header X-RL-Rule $rl_rule always;
@@ -113,8 +113,8 @@ location /t {
 
 === TEST 4: three zones: the rejection by the embedded zone consumed nothing in the Redis ones
 --- http_config
-rl_zone r1 redis=127.0.0.1:$RedisPort;
-rl_zone r2 redis=127.0.0.1:$RedisPort prefix=other:;
+rl_zone r1 redis=127.0.0.1:$RedisPort timeout=5s;
+rl_zone r2 redis=127.0.0.1:$RedisPort prefix=other: timeout=5s;
 rl_zone mem;
 --- config
 location /t {
@@ -144,7 +144,7 @@ location /c {
 
 === TEST 5: the plain directives level by level: http sets, server overrides, location overrides again
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 rl_status 503;
 rl_headers off;
 rl_dry_run on;
@@ -207,7 +207,7 @@ location /http_dry_off {
 
 === TEST 6: nested locations inherit the enclosing location's plain directives and rules
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /outer {

@@ -15,7 +15,7 @@ run_tests();
 {
     my $r = start_redis();
     my $conf = <<'CONF';
-    rl_zone main redis=127.0.0.1:$RedisPort;
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
     server {
         listen 127.0.0.1:$ServerPort;
         add_header X-RL-Status $rl_status always;
@@ -60,7 +60,7 @@ __DATA__
 
 === TEST 1: repeated rejections keep their headers, variables and log line
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 log_format rl '$rl_status $rl_rule $rl_limit $rl_remaining';
 --- config
 access_log $ServerRoot/logs/rl.log rl;
@@ -98,7 +98,7 @@ location = /log {
 
 === TEST 2: repeated rejections of stacked rules in draft: the policy lists both, RateLimit the rejecting rule
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_headers draft;
@@ -121,7 +121,7 @@ location /t {
 
 === TEST 3: repeated rejections: the other rule counts them as passed, the rejecting rule as rejected
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 location /t {
     rl_rule zone=main key=k rate=10r/h name=wide;
@@ -143,7 +143,7 @@ location = /metrics {
 
 === TEST 4: a key rejected by a rule is not rejected by its dry-run twin in another location
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /real {
@@ -168,7 +168,7 @@ location /dry {
 
 === TEST 5: a key rejected by a rule is not rejected by the same rule with a larger N in another location
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /small {
@@ -192,7 +192,7 @@ location /big {
 
 === TEST 6: a key rejected for a larger cost is not rejected for a smaller one
 --- http_config
-rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 --- config
 add_header X-RL-Status $rl_status always;
 location /t {
