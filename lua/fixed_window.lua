@@ -6,7 +6,8 @@
 --   window later than now's (the clock went back) is taken as the
 --   current one.
 -- check(key, now_us, limit, window_us, burst, cost, delay)
---     -> ok, left, reset, retry, delay, state to write, its TTL in us:
+--     -> ok, left, reset, retry, delay, the state's TTL in us, the
+--        numbers of the state to write:
 --   ok     c + C <= N
 --   left   N - c
 --   reset  us until the window ends
@@ -35,8 +36,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local reset = (w + 1) * window - now
     local left = limit > count and limit - count or 0
     if count + cost <= limit then
-        return true, left, reset, 0, 0, struct.pack('<dd', w, count + cost),
-               ttl ~= false and reset
+        return true, left, reset, 0, 0, ttl ~= false and reset,
+               w, count + cost
     end
     return false, left, reset, reset, 0
 end

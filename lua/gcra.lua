@@ -11,7 +11,8 @@
 -- State (lua/meter.lua): t = TAT's whole microseconds, f = its fraction
 --   in units (0 <= f < n'): TAT = t + f / n'.
 -- check(key, now_us, limit, window_us, burst, cost, delay)
---     -> ok, left, reset, retry, delay, state to write, its TTL in us:
+--     -> ok, left, reset, retry, delay, the state's TTL in us, the
+--        numbers of the state to write:
 --   level  (TAT - now) * n' units, 0 if TAT is past (a TAT further than
 --          the capacity ahead, after the clock went back, rejects
 --          without multiplying the long time)
@@ -57,8 +58,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
         local sum = f + need
         local q = sum / n
         q = q - q % 1                   -- floor
-        return true, left, reset, 0, wait,
-               struct.pack('<dd', t + q, sum - q * n), reset
+        return true, left, reset, 0, wait, reset,
+               t + q, sum - q * n
     end
     return false, left, reset, retry, 0
 end

@@ -8,7 +8,8 @@
 --   Every figure is an integer below 2^53 (exactArithmetic()).
 -- State (lua/meter.lua): t = last update (us), x = level (units) at t.
 -- check(key, now_us, limit, window_us, burst, cost, delay)
---     -> ok, left, reset, retry, delay, state to write, its TTL in us:
+--     -> ok, left, reset, retry, delay, the state's TTL in us, the
+--        numbers of the state to write:
 --   level  x - (now - t) * n', not below 0 (the clock going back
 --          drains nothing)
 --   ok     level + C * w' <= K * w'
@@ -43,8 +44,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
         level_figures(level, need, k * w, k, cost, n, w, burst, delay)
     if ok then
         local at = since(t, now)
-        return true, left, reset, 0, wait, struct.pack('<dd', at, level + need),
-               reset + at - now
+        return true, left, reset, 0, wait, reset + at - now,
+               at, level + need
     end
     return false, left, reset, retry, 0
 end

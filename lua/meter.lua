@@ -13,23 +13,38 @@
 -- A decision call reads each key once and writes it once (rl.lua
 -- flush()): the requests of a batch on one key (a global limit, a busy
 -- client) share one GET and one SET, which cost more than everything
--- else a decision does. STATE[key] is the key's value as the call has
--- left it so far (false: none); nil outside a decision call (a refund
--- reads and writes Redis directly).
+-- else a decision does. STATE[key] is the key's numbers as the call has
+-- left them so far, a table { a, b [, c] } (false: no state), packed
+-- only by flush(): a struct.pack and a struct.unpack cost a request on
+-- a key seen before in the call more than its algorithm. STATE is nil
+-- outside a decision call (a refund reads and writes Redis directly).
 local STATE
 
 -- get(key, bytes) -> the numbers of key's state, if it has that size
 local function get(key, bytes)
     local v
     if STATE then
-        v = STATE[key]
-        if v == nil then
-            v = redis.call('GET', key)
-            STATE[key] = v
+        local s = STATE[key]
+        if s then
+            return s[1], s[2], s[3]
+        elseif s == false then
+            return
         end
-    else
         v = redis.call('GET', key)
+        if v and #v == bytes then
+            local a, b, c
+            if bytes == 16 then
+                a, b = struct.unpack('<dd', v)
+            else
+                a, b, c = struct.unpack('<ddd', v)
+            end
+            STATE[key] = { a, b, c }
+            return a, b, c
+        end
+        STATE[key] = false
+        return
     end
+    v = redis.call('GET', key)
     if v and #v == bytes then
         return struct.unpack(bytes == 16 and '<dd' or '<ddd', v)
     end

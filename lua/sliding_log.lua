@@ -11,7 +11,7 @@
 --   them, so the set never holds more than N. The log's time is now, or
 --   its newest entry if the clock went back (no time passes).
 -- check(key, now_us, limit, window_us, burst, cost, delay)
---     -> ok, left, reset, retry, delay, what commit needs, TTL in us:
+--     -> ok, left, reset, retry, delay, TTL in us, what commit needs:
 --   count  live entries (score > time - W)
 --   ok     count + C <= N
 --   left   N - count
@@ -68,7 +68,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
         end
         s.reset = s.retry
     end
-    return s.ok, s.left, s.reset, s.retry, 0, s, s.reset
+    return s.ok, s.left, s.reset, s.retry, 0, s.reset, s
 end
 
 function M.commit(key, s, ttl)

@@ -7,7 +7,8 @@
 --   w, p = count in window w - 1. A stored window later than now's (the
 --   clock went back) is taken as the current one, at its start.
 -- check(key, now_us, limit, window_us, burst, cost, delay)
---     -> ok, left, reset, retry, delay, state to write, its TTL in us:
+--     -> ok, left, reset, retry, delay, the state's TTL in us, the
+--        numbers of the state to write:
 --   est    p * (W - elapsed) / W + c, in doubles (src/core/algorithm.cpp
 --          computes it in the same order, so both round alike)
 --   ok     est + C <= N
@@ -79,8 +80,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
     end
     if ok then
         -- a key of window w already ends with window w + 1
-        return true, left, reset, 0, 0,
-               struct.pack('<ddd', w, counted, prev), hw ~= w and whole
+        return true, left, reset, 0, 0, hw ~= w and whole,
+               w, counted, prev
     end
     return false, left, reset,
            retry_after(prev, cur, elapsed, window, limit, cost) + back, 0

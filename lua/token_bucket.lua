@@ -8,7 +8,8 @@
 -- State (lua/meter.lua): t = last update (us), x = tokens (units) at t;
 --   no key: full.
 -- check(key, now_us, limit, window_us, burst, cost, delay)
---     -> ok, left, reset, retry, delay, state to write, its TTL in us:
+--     -> ok, left, reset, retry, delay, the state's TTL in us, the
+--        numbers of the state to write:
 --   tokens min(K * w', x + (now - t) * n') (the clock going back
 --          refills nothing)
 --   ok     tokens >= C * w'
@@ -50,8 +51,8 @@ function M.check(key, now, limit, window, burst, cost, delay)
     if tokens >= need then
         local reset = math.ceil((full - tokens + need) / n)
         local at = since(t, now)
-        return true, left, reset, 0, 0,
-               struct.pack('<dd', at, tokens - need), reset + at - now
+        return true, left, reset, 0, 0, reset + at - now,
+               at, tokens - need
     end
     local retry = math.ceil((need - tokens) / n)
     return false, left, retry, retry, 0
