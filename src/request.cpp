@@ -439,10 +439,16 @@ void finish(ngx_http_rl_ctx_t *ctx) {
 }
 
 /* delay= shapes an admitted request: it waits on a timer, the worker
- * serves others meanwhile. */
+ * serves others meanwhile. A timer counts from the time nginx cached
+ * when this turn of its loop began: a turn that took long (a busy host)
+ * would wake a delayed request early by as much, so a delay counts from
+ * the time read now. */
 ngx_int_t park(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
                ngx_msec_t timeout) {
     ctx->waiting = 1;
+    if (ctx->delaying) {
+        ngx_time_update();
+    }
     ngx_add_timer(&ctx->wake, timeout);
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_request_empty_handler;
