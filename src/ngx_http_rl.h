@@ -166,6 +166,7 @@ typedef struct ngx_http_rl_ctx_s {
     ngx_int_t                   binding;    /* rule index, or -1 */
     unsigned                    waiting:1;
     unsigned                    delaying:1;
+    unsigned                    refunding:1; /* waits for its refunds */
     unsigned                    resumed:1;
     unsigned                    finished:1;
     unsigned                    headers_done:1;
@@ -237,8 +238,11 @@ ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
     ngx_http_rl_group_t *group) RL_NOEXCEPT;
 void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) RL_NOEXCEPT;
 void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) RL_NOEXCEPT;
-ngx_int_t ngx_http_rl_link_send_only(ngx_http_rl_link_t *link,
-    ngx_uint_t argc, const char **argv, const size_t *argvlen) RL_NOEXCEPT;
+/* a refund (EVALSHA ... refund); ngx_http_rl_refund_done() when it is
+ * answered, unless the call was detached */
+ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
+    ngx_http_rl_group_t *group, ngx_uint_t argc, const char **argv,
+    const size_t *argvlen) RL_NOEXCEPT;
 
 /* shm_store.cpp: the embedded store in shared memory */
 ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
@@ -271,6 +275,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     ngx_http_rl_loc_conf_t *lcf) RL_NOEXCEPT;
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply)
     RL_NOEXCEPT;
+void ngx_http_rl_refund_done(ngx_http_rl_group_t *group) RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;
 
 

@@ -30,6 +30,7 @@ void onHandshake(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onScriptLoaded(redisAsyncContext *ac, void *reply,
                     void *data) noexcept;
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onRefunded(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onFlush(ngx_event_t *ev) noexcept;
 void onReconnectTimer(ngx_event_t *ev) noexcept;
 void onDeadlineTimer(ngx_event_t *ev) noexcept;
@@ -81,7 +82,8 @@ public:
 
     void connect();
     Call *send(ngx_http_rl_group_t *group);
-    bool sendOnly(int argc, const char **argv, const size_t *len);
+    Call *refund(ngx_http_rl_group_t *group, int argc, const char **argv,
+                 const size_t *len);
     void timedOut();
 
     /* callbacks */
@@ -90,6 +92,7 @@ public:
     void handshakeReply(redisAsyncContext *ac, redisReply *reply);
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
     void replied(Batch *batch, redisReply *reply);
+    void refunded(Call *call);
     void flush();
     void reconnectDue() { connect(); }
     void deadlinePassed();
@@ -118,6 +121,7 @@ private:
                  const size_t *len);
     void answer(Call *call, const redisReply *reply);
     void enqueue(Call *call);
+    Call *take(ngx_http_rl_group_t *group);
 
     ngx_http_rl_zone_t *zone_;
     ngx_log_t *log_;
@@ -164,6 +168,11 @@ void onScriptLoaded(redisAsyncContext *ac, void *reply, void *) noexcept {
 void onReply(redisAsyncContext *, void *reply, void *data) noexcept {
     Batch *batch = static_cast<Batch *>(data);
     batch->link->replied(batch, static_cast<redisReply *>(reply));
+}
+
+void onRefunded(redisAsyncContext *, void *, void *data) noexcept {
+    Call *call = static_cast<Call *>(data);
+    call->link->refunded(call);
 }
 
 void onFlush(ngx_event_t *ev) noexcept {
@@ -352,19 +361,8 @@ void Link::recovered() {
     }
 }
 
-/* A call nobody waits for (a refund): its reply is only read. */
-bool Link::sendOnly(int argc, const char **argv, const size_t *len) {
-    if (!usable()) {
-        return false;
-    }
-    return redisAsyncCommandArgv(ac_, nullptr, nullptr, argc, argv, len)
-           == REDIS_OK;
-}
-
-Call *Link::send(ngx_http_rl_group_t *group) {
-    if (!usable()) {
-        return nullptr;
-    }
+/* A call for the group, from the free list. */
+Call *Link::take(ngx_http_rl_group_t *group) {
     Call *call = free_;
     if (call != nullptr) {
         free_ = call->next;
@@ -377,8 +375,45 @@ Call *Link::send(ngx_http_rl_group_t *group) {
     call->link = this;
     call->group = group;
     call->rules = group->nrules;
-    enqueue(call);
     return call;
+}
+
+Call *Link::send(ngx_http_rl_group_t *group) {
+    if (!usable()) {
+        return nullptr;
+    }
+    Call *call = take(group);
+    if (call != nullptr) {
+        enqueue(call);
+    }
+    return call;
+}
+
+/* A refund leaves at once, on its own; the group hears when Redis took
+ * it (or could not), whatever the reply. */
+Call *Link::refund(ngx_http_rl_group_t *group, int argc, const char **argv,
+                   const size_t *len) {
+    if (!usable()) {
+        return nullptr;
+    }
+    Call *call = take(group);
+    if (call != nullptr &&
+        redisAsyncCommandArgv(ac_, onRefunded, call, argc, argv, len)
+            != REDIS_OK)
+    {
+        release(call);
+        return nullptr;
+    }
+    return call;
+}
+
+void Link::refunded(Call *call) {
+    ngx_http_rl_group_t *group = call->group;
+    release(call);
+    if (group != nullptr) {
+        group->call = nullptr;
+        ngx_http_rl_refund_done(group);
+    }
 }
 
 /* The call leaves with the others of this turn (flush()). */
@@ -609,13 +644,14 @@ void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) noexcept {
     reinterpret_cast<rl::Call *>(call)->group = nullptr;
 }
 
-ngx_int_t ngx_http_rl_link_send_only(ngx_http_rl_link_t *link,
-                                     ngx_uint_t argc, const char **argv,
-                                     const size_t *argvlen) noexcept {
-    return reinterpret_cast<Link *>(link)->sendOnly(
-               static_cast<int>(argc), argv, argvlen)
-           ? NGX_OK
-           : NGX_ERROR;
+ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
+                                            ngx_http_rl_group_t *group,
+                                            ngx_uint_t argc,
+                                            const char **argv,
+                                            const size_t *argvlen) noexcept {
+    return reinterpret_cast<ngx_http_rl_call_t *>(
+        reinterpret_cast<Link *>(link)->refund(
+            group, static_cast<int>(argc), argv, argvlen));
 }
 
 void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) noexcept {

@@ -217,7 +217,10 @@ void count(ngx_http_rl_ctx_t *ctx) {
 }
 
 /* Another zone rejected the request: give back what this one counted,
- * so a rejected request consumes nothing in any rule. Nobody waits. */
+ * so a rejected request consumes nothing in any rule. The embedded
+ * store gives it back at once; the answer to a Redis refund is awaited
+ * (settle()), so the client's next request finds nothing counted, on
+ * whichever worker and connection it lands. */
 void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
     if (g->zone->shm_zone != nullptr) {
         ngx_http_rl_shm_refund(g);
@@ -260,7 +263,10 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
     argvlen[3 + n] = static_cast<size_t>(p - head);
     argv[argc - 1] = "refund";
     argvlen[argc - 1] = 6;
-    (void) ngx_http_rl_link_send_only(link, argc, argv, argvlen);
+    g->call = ngx_http_rl_link_refund(link, g, argc, argv, argvlen);
+    if (g->call != nullptr) {
+        ctx->pending++;
+    }
 }
 
 /* Rules the deny cache can answer for: Redis zones, enforced, of a
@@ -455,20 +461,70 @@ ngx_int_t park(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
     return NGX_AGAIN;
 }
 
+/* After finish(): waits for the refunds it sent, then for a delay=. */
+ngx_int_t settle(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
+    if (ctx->pending > 0) {
+        ngx_msec_t timeout = 0;
+        for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+            const ngx_http_rl_group_t *group = &ctx->groups[g];
+            if (group->call != nullptr && group->zone->timeout > timeout) {
+                timeout = group->zone->timeout;
+            }
+        }
+        ctx->refunding = 1;
+        return park(r, ctx, timeout);
+    }
+    if (ctx->delay > 0 && ctx->rc == NGX_DECLINED) {
+        ctx->delaying = 1;
+        return park(r, ctx, ctx->delay);
+    }
+    return ctx->rc;
+}
+
+/* A call of the request was answered: the last one wakes it. */
+void answered(ngx_http_rl_ctx_t *ctx) {
+    if (--ctx->pending == 0 && ctx->waiting) {
+        if (ctx->wake.timer_set) {
+            ngx_del_timer(&ctx->wake);
+        }
+        ngx_post_event(&ctx->wake, &ngx_posted_events);
+    }
+}
+
+void resume(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
+    ctx->waiting = 0;
+    ctx->resumed = 1;
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+    ngx_http_run_posted_requests(r->connection);
+}
+
 void wake(ngx_event_t *ev) noexcept {
     auto *ctx = static_cast<ngx_http_rl_ctx_t *>(ev->data);
     ngx_http_request_t *r = ctx->r;
-    ngx_connection_t *c = r->connection;
 
     if (ctx->delaying) {
         ev->timedout = 0;
         ctx->delaying = 0;
         ctx->delay = 0;
-        ctx->waiting = 0;
-        ctx->resumed = 1;
-        r->write_event_handler = ngx_http_core_run_phases;
-        ngx_http_core_run_phases(r);
-        ngx_http_run_posted_requests(c);
+        resume(r, ctx);
+        return;
+    }
+
+    if (ctx->refunding) {
+        /* the refunds were answered, or the zone's timeout passed (the
+         * response goes; a late refund still counts when it lands) */
+        ev->timedout = 0;
+        ctx->refunding = 0;
+        for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+            ngx_http_rl_group_t *group = &ctx->groups[g];
+            if (group->call != nullptr) {
+                ngx_http_rl_call_detach(group->call);
+                group->call = nullptr;
+            }
+        }
+        ctx->pending = 0;
+        resume(r, ctx);
         return;
     }
 
@@ -496,15 +552,10 @@ void wake(ngx_event_t *ev) noexcept {
 
     finish(ctx);
     ctx->waiting = 0;
-    if (ctx->delay > 0 && ctx->rc == NGX_DECLINED) {
-        ctx->delaying = 1;
-        (void) park(r, ctx, ctx->delay);
+    if (settle(r, ctx) == NGX_AGAIN) {
         return;
     }
-    ctx->resumed = 1;
-    r->write_event_handler = ngx_http_core_run_phases;
-    ngx_http_core_run_phases(r);
-    ngx_http_run_posted_requests(c);
+    resume(r, ctx);
 }
 
 void cleanupCtx(void *data) noexcept {
@@ -566,7 +617,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
 
     if (denied(r, ctx)) {
         finish(ctx);
-        return ctx->rc;
+        return settle(r, ctx);
     }
 
     ngx_msec_t timeout = 0;
@@ -603,11 +654,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     }
 
     finish(ctx);
-    if (ctx->delay > 0 && ctx->rc == NGX_DECLINED) {
-        ctx->delaying = 1;
-        return park(r, ctx, ctx->delay);
-    }
-    return ctx->rc;
+    return settle(r, ctx);
 }
 
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
@@ -640,12 +687,11 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
         group->error = 1;
     }
 
-    if (--ctx->pending == 0 && ctx->waiting) {
-        if (ctx->wake.timer_set) {
-            ngx_del_timer(&ctx->wake);
-        }
-        ngx_post_event(&ctx->wake, &ngx_posted_events);
-    }
+    answered(ctx);
+}
+
+void ngx_http_rl_refund_done(ngx_http_rl_group_t *group) noexcept {
+    answered(group->ctx);
 }
 
 }  // extern "C"
