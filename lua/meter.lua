@@ -13,38 +13,32 @@
 -- A decision call reads each key once and writes it once (rl.lua
 -- flush()): the requests of a batch on one key (a global limit, a busy
 -- client) share one GET and one SET, which cost more than everything
--- else a decision does. STATE[key] is the key's numbers as the call has
--- left them so far, a table { a, b [, c] } (false: no state), packed
--- only by flush(): a struct.pack and a struct.unpack cost a request on
--- a key seen before in the call more than its algorithm. STATE is nil
--- outside a decision call (a refund reads and writes Redis directly).
+-- else a decision does. STATE[key] is the key's value as the call has
+-- left it so far (false: none); once the call wrote the key a second
+-- time, its numbers instead: a table { a, b [, c] }, updated in place
+-- and packed by flush() alone. From the third request on one key, a
+-- request packs and unpacks no state (a struct.pack and a struct.unpack
+-- cost more than its algorithm); a call of distinct keys keeps strings.
+-- The two are told apart by their length (#): a table's is 2 or 3, a
+-- state's 16 or 24 (a shorter foreign value indexes as nils: no state).
+-- nil outside a decision call (a refund reads and writes Redis
+-- directly).
 local STATE
 
 -- get(key, bytes) -> the numbers of key's state, if it has that size
 local function get(key, bytes)
     local v
     if STATE then
-        local s = STATE[key]
-        if s then
-            return s[1], s[2], s[3]
-        elseif s == false then
-            return
+        v = STATE[key]
+        if v == nil then
+            v = redis.call('GET', key)
+            STATE[key] = v
+        elseif v and #v < 4 then
+            return v[1], v[2], v[3]
         end
+    else
         v = redis.call('GET', key)
-        if v and #v == bytes then
-            local a, b, c
-            if bytes == 16 then
-                a, b = struct.unpack('<dd', v)
-            else
-                a, b, c = struct.unpack('<ddd', v)
-            end
-            STATE[key] = { a, b, c }
-            return a, b, c
-        end
-        STATE[key] = false
-        return
     end
-    v = redis.call('GET', key)
     if v and #v == bytes then
         return struct.unpack(bytes == 16 and '<dd' or '<ddd', v)
     end

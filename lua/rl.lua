@@ -110,15 +110,18 @@ local function write(key, alg, ttl, age, a, b, c)
         alg.commit(key, a, math.max(ttl - age, 1))
         return
     end
-    local s = STATE[key]
-    if s then
-        s[1], s[2], s[3] = a, b, c
-    else
-        STATE[key] = { a, b, c }
-    end
     local had = TTL_US[key]
     if had == nil then
         WRITTEN[#WRITTEN + 1] = key
+        STATE[key] = c and struct.pack('<ddd', a, b, c)
+                     or struct.pack('<dd', a, b)
+    else
+        local t = STATE[key]
+        if #t < 4 then
+            t[1], t[2], t[3] = a, b, c
+        else
+            STATE[key] = { a, b, c }    -- its second write in this call
+        end
     end
     if ttl then
         TTL_US[key] = ttl - age
@@ -133,9 +136,11 @@ end
 local function flush()
     for i = 1, #WRITTEN do
         local key = WRITTEN[i]
-        local s, ttl = STATE[key], TTL_US[key]
-        local v = s[3] and struct.pack('<ddd', s[1], s[2], s[3])
-                  or struct.pack('<dd', s[1], s[2])
+        local v, ttl = STATE[key], TTL_US[key]
+        if #v < 4 then
+            v = v[3] and struct.pack('<ddd', v[1], v[2], v[3])
+                or struct.pack('<dd', v[1], v[2])
+        end
         if ttl then
             redis.call('SET', key, v, 'PX', px(ttl > 1 and ttl or 1))
         else
