@@ -16,9 +16,9 @@ namespace rl {
 
 class Link;
 
-/* One request's script call, queued or in flight. Owned by the link (a
- * free list), so a reply arriving after its request went away finds a
- * live object whose group is NULL. */
+/* One request's script call: a decision, queued or in flight, or a
+ * refund. Owned by the link (a free list), so a reply arriving after
+ * its request went away finds a live object whose group is NULL. */
 struct Call {
     Link                 *link;
     ngx_http_rl_group_t  *group;
