@@ -491,6 +491,32 @@ void answered(ngx_http_rl_ctx_t *ctx) {
     }
 }
 
+/* Stops waiting for the calls still out; decisions among them timed out
+ * (the failure policy, counted, and their links told). */
+void letGo(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx, bool decisions) {
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->call == nullptr) {
+            continue;
+        }
+        ngx_http_rl_call_detach(group->call);
+        group->call = nullptr;
+        if (!decisions) {
+            continue;
+        }
+        group->done = 1;
+        group->error = 1;
+        if (group->zone->stats != nullptr) {
+            (void) ngx_atomic_fetch_add(&group->zone->stats->timeouts, 1);
+        }
+        ngx_http_rl_link_t *link = linkFor(r, group->zone);
+        if (link != nullptr) {
+            ngx_http_rl_link_timed_out(link);
+        }
+    }
+    ctx->pending = 0;
+}
+
 void resume(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
     ctx->waiting = 0;
     ctx->resumed = 1;
@@ -516,38 +542,14 @@ void wake(ngx_event_t *ev) noexcept {
          * response goes; a late refund still counts when it lands) */
         ev->timedout = 0;
         ctx->refunding = 0;
-        for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
-            ngx_http_rl_group_t *group = &ctx->groups[g];
-            if (group->call != nullptr) {
-                ngx_http_rl_call_detach(group->call);
-                group->call = nullptr;
-            }
-        }
-        ctx->pending = 0;
+        letGo(r, ctx, false);
         resume(r, ctx);
         return;
     }
 
     if (ev->timedout) {
         ev->timedout = 0;
-        for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
-            ngx_http_rl_group_t *group = &ctx->groups[g];
-            if (group->call != nullptr) {
-                ngx_http_rl_call_detach(group->call);
-                group->call = nullptr;
-                group->done = 1;
-                group->error = 1;
-                if (group->zone->stats != nullptr) {
-                    (void) ngx_atomic_fetch_add(
-                        &group->zone->stats->timeouts, 1);
-                }
-                ngx_http_rl_link_t *link = linkFor(r, group->zone);
-                if (link != nullptr) {
-                    ngx_http_rl_link_timed_out(link);
-                }
-            }
-        }
-        ctx->pending = 0;
+        letGo(r, ctx, true);
     }
 
     finish(ctx);
@@ -566,12 +568,7 @@ void cleanupCtx(void *data) noexcept {
     if (ctx->wake.posted) {
         ngx_delete_posted_event(&ctx->wake);
     }
-    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
-        if (ctx->groups[g].call != nullptr) {
-            ngx_http_rl_call_detach(ctx->groups[g].call);
-            ctx->groups[g].call = nullptr;
-        }
-    }
+    letGo(ctx->r, ctx, false);
 }
 
 }  // namespace
