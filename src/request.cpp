@@ -1,7 +1,7 @@
 /*
  * request.cpp: deciding one request. Its rules are grouped by zone, each
  * group is one script call; the request is parked (NGX_AGAIN) until every
- * group has answered or the zone's timeout fires, then its phases run
+ * group has answered or its zone's timeout passed, then its phases run
  * again and the handler returns the decision. Everything lives in the
  * request's pool; a pool cleanup detaches calls still in flight.
  */
@@ -491,21 +491,42 @@ void answered(ngx_http_rl_ctx_t *ctx) {
     }
 }
 
-/* Stops waiting for the calls still out; decisions among them timed out
- * (the failure policy, counted, and their links told). */
-void letGo(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx, bool decisions) {
+/* Stops waiting for the calls still out. */
+void letGo(ngx_http_rl_ctx_t *ctx) {
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->call != nullptr) {
+            ngx_http_rl_call_detach(group->call);
+            group->call = nullptr;
+        }
+    }
+    ctx->pending = 0;
+}
+
+/* Each zone's timeout=, from when its call left: the decisions still
+ * out whose zone's has passed get the failure policy (counted, their
+ * links told); returns the ms until the next one's, 0 if none is out. */
+ngx_msec_t expire(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
+    int64_t now = rl::monotonicUs();
+    ngx_msec_t next = 0;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
         if (group->call == nullptr) {
             continue;
         }
-        ngx_http_rl_call_detach(group->call);
-        group->call = nullptr;
-        if (!decisions) {
+        int64_t left = group->sent_us
+                       + static_cast<int64_t>(group->zone->timeout) * 1000
+                       - now;
+        if (left >= 1000) {     /* nginx's timers count whole ms */
+            auto ms = static_cast<ngx_msec_t>((left + 999) / 1000);
+            next = next == 0 || ms < next ? ms : next;
             continue;
         }
+        ngx_http_rl_call_detach(group->call);
+        group->call = nullptr;
         group->done = 1;
         group->error = 1;
+        ctx->pending--;
         if (group->zone->stats != nullptr) {
             (void) ngx_atomic_fetch_add(&group->zone->stats->timeouts, 1);
         }
@@ -514,7 +535,7 @@ void letGo(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx, bool decisions) {
             ngx_http_rl_link_timed_out(link);
         }
     }
-    ctx->pending = 0;
+    return next;
 }
 
 void resume(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
@@ -542,14 +563,18 @@ void wake(ngx_event_t *ev) noexcept {
          * response goes; a late refund still counts when it lands) */
         ev->timedout = 0;
         ctx->refunding = 0;
-        letGo(r, ctx, false);
+        letGo(ctx);
         resume(r, ctx);
         return;
     }
 
     if (ev->timedout) {
         ev->timedout = 0;
-        letGo(r, ctx, true);
+        ngx_msec_t next = expire(r, ctx);
+        if (next > 0) {
+            ngx_add_timer(&ctx->wake, next);    /* another zone's */
+            return;
+        }
     }
 
     finish(ctx);
@@ -568,7 +593,7 @@ void cleanupCtx(void *data) noexcept {
     if (ctx->wake.posted) {
         ngx_delete_posted_event(&ctx->wake);
     }
-    letGo(ctx->r, ctx, false);
+    letGo(ctx);
 }
 
 }  // namespace
@@ -641,8 +666,8 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
             continue;
         }
         ctx->pending++;
-        if (group->zone->timeout > timeout) {
-            timeout = group->zone->timeout;
+        if (timeout == 0 || group->zone->timeout < timeout) {
+            timeout = group->zone->timeout;     /* the first to pass */
         }
     }
 

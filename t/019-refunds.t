@@ -3,10 +3,10 @@
 # refund's answer (at most that zone's timeout), so the client's next
 # request, on whichever worker, finds nothing counted.
 #
-# Zone x admits at once; zone y's Redis is stopped, so y times out (a
-# request waits for the longest timeout of its zones: 2s) and
-# failure=closed rejects the request; x's Redis is stopped meanwhile, so
-# its refund cannot be answered (for up to 2s) until it goes on again.
+# Zone x admits at once; zone y's Redis is stopped, so y times out (its
+# 300ms) and failure=closed rejects the request; x's Redis is stopped
+# meanwhile, so its refund cannot be answered (the request waits up to
+# x's timeout, 2s) until it goes on again.
 
 use lib 't/lib';
 use RlTest;
