@@ -160,9 +160,9 @@ local parts = {}
 -- a request of stacked rules: rules[3 * i - 2 ...] rule i's key, spec,
 -- cost; pending[5 * i - 4 ...] whether rule i admits the request, and
 -- what admitting it writes for rule i: the TTL in us, the state;
--- reply[1 ...] its figures, in the reply's order; formats[n] the reply's struct format
--- for n rules (made once per call: a call of 8 requests of 3 rules
--- spends 1.5% fewer instructions)
+-- reply[1 ...] its figures, in the reply's order; formats[n] the
+-- reply's struct format for n rules (made once per call: a call of 8
+-- requests of 3 rules spends 1.5% fewer instructions)
 local rules, pending, reply, formats
 
 STATE = not refunding and {} or nil
