@@ -1,8 +1,7 @@
 # A worker never blocks on Redis: with Redis stopped (SIGSTOP), a location
 # without rules on the same single worker answers at once, limited requests
 # answer at timeout= with the failure policy, and, Redis being known down,
-# the next ones get the policy at once. SIGCONT: decisions resume. With
-# rules on two zones, each zone's timeout counts on its own.
+# the next ones get the policy at once. SIGCONT: decisions resume.
 
 use lib 't/lib';
 use RlTest;
@@ -105,41 +104,5 @@ for my $zone (qw(nbopen nbclosed)) {
 
 $ng->stop;
 $r->stop;
-
-# Rules on two zones: each zone's timeout= counts on its own. The zone
-# whose Redis is stopped gives up at its 300ms and its policy applies;
-# the request does not wait for the other zone's 3s.
-{
-    my $fast = start_redis();
-    my $slow = start_redis();
-    my $sport = $slow->port;
-    my $ng2 = start_nginx(redis => $fast, workers => 1, config => <<"CONF");
-    rl_zone fast redis=127.0.0.1:\$RedisPort timeout=3s;
-    rl_zone slow redis=127.0.0.1:$sport timeout=300ms failure=open;
-    server {
-        listen 127.0.0.1:\$ServerPort;
-        add_header X-RL-Status \$rl_status always;
-        location /two {
-            rl_rule zone=fast key=k rate=1000r/d name=fast;
-            rl_rule zone=slow key=k rate=1000r/d name=slow;
-            empty_gif;
-        }
-    }
-CONF
-    my $res = http_get($ng2->port, '/two');
-    is("$res->{code} " . status_of($res), '200 PASSED',
-       'two zones: both decide');
-    $slow->kill('STOP');
-    $res = http_get($ng2->port, '/two', -timeout => 8);
-    is("$res->{code} " . status_of($res), '200 ERROR',
-       'two zones, one stopped: its failure=open');
-    ok($res->{elapsed} >= 0.25 && $res->{elapsed} < 2,
-       "two zones, one stopped: answered at its own timeout=300ms, not the"
-       . " other zone's 3s (" . fmt($res) . ')');
-    $slow->kill('CONT');
-    $ng2->stop;
-    $fast->stop;
-    $slow->stop;
-}
 
 done_testing();
