@@ -205,9 +205,11 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
         if (g == nullptr) {
             continue;
         }
-        /* t = -A: the request waited A us (0: Redis' TIME itself) */
+        /* t = -A: the request waited A us (0: Redis' TIME itself); its
+         * time is then the reply's clock less A */
         int64_t waited = nowUs - g->sent_us;
-        p = requestHead(p, g->nrules, waited > 0 ? -waited : 0);
+        g->age_us = waited > 0 ? waited : 0;
+        p = requestHead(p, g->nrules, -g->age_us);
         for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
             p = ruleRecord(p, ruleKey_[i], ruleSpec_[i], g->costs[k]);
         }

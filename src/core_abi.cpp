@@ -111,12 +111,20 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
 }
 
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
-                                  int *allowed, rl_outcome_t *out,
-                                  int64_t *now_us) noexcept {
+                                  const uint64_t *costs,
+                                  const unsigned char *dry, int *allowed,
+                                  rl_outcome_t *out) noexcept {
     bool ok = false;
+    rl::RuleAsked asked[rl::kMaxRulesPerCall];
+    if (rules > rl::kMaxRulesPerCall) {
+        return RL_REPLY_MALFORMED;
+    }
+    for (size_t i = 0; i < rules; i++) {
+        asked[i] = {costs[i], dry[i] != 0};
+    }
     auto *o = reinterpret_cast<rl::RuleOutcome *>(out);
     switch (rl::decodeReply(static_cast<const redisReply *>(reply), rules,
-                            &ok, o, now_us)) {
+                            asked, &ok, o)) {
     case rl::ReplyStatus::Ok:
         *allowed = ok ? 1 : 0;
         return RL_REPLY_OK;

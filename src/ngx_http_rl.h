@@ -140,6 +140,7 @@ typedef struct {
     ngx_str_t                 **specs;      /* rule->spec or dry_spec */
     uint64_t                   *costs;
     int64_t                     now_us;     /* when the script decided */
+    int64_t                     age_us;     /* waited before its call */
     int64_t                     sent_us;    /* for the latency histogram */
     unsigned                    done:1;
     unsigned                    error:1;
@@ -273,7 +274,8 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     ngx_http_rl_loc_conf_t *lcf) RL_NOEXCEPT;
-void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply)
+void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
+    int64_t clock_us)
     RL_NOEXCEPT;
 void ngx_http_rl_refund_done(ngx_http_rl_group_t *group) RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;

@@ -17,6 +17,7 @@
 #include <new>
 
 #include "clock.hpp"
+#include "core/reply.hpp"
 
 namespace rl {
 namespace {
@@ -119,7 +120,7 @@ private:
     void schedule();
     bool command(redisCallbackFn *fn, int argc, const char **argv,
                  const size_t *len);
-    void answer(Call *call, const redisReply *reply);
+    void answer(Call *call, const redisReply *reply, int64_t clockUs = -1);
     void enqueue(Call *call);
     Call *take(ngx_http_rl_group_t *group);
 
@@ -462,12 +463,12 @@ void Link::flush() {
 }
 
 /* Hands a call its reply (NULL: none) and frees it. */
-void Link::answer(Call *call, const redisReply *reply) {
+void Link::answer(Call *call, const redisReply *reply, int64_t clockUs) {
     ngx_http_rl_group_t *group = call->group;
     release(call);
     if (group != nullptr) {
         group->call = nullptr;
-        ngx_http_rl_group_done(group, reply);
+        ngx_http_rl_group_done(group, reply, clockUs);
     }
 }
 
@@ -494,7 +495,8 @@ void Link::replied(Batch *batch, redisReply *reply) {
         replyErrors_ = false;
     }
 
-    size_t at = 0;
+    size_t at = kClockBytes;
+    int64_t clock = replyClock(reply);
     redisReply slice;
     Call *c = batch->first;
     batch->next = freeBatches_;
@@ -511,7 +513,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
             evalNext_ = true;
             enqueue(c);
         } else {
-            answer(c, replyPart(reply, &at, c->rules, &slice));
+            answer(c, replyPart(reply, &at, c->rules, &slice), clock);
         }
         c = next;
     }

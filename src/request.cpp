@@ -679,12 +679,13 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     return settle(r, ctx);
 }
 
-void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
-                            const void *reply) noexcept {
+void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
+                            int64_t clock_us) noexcept {
     ngx_http_rl_ctx_t *ctx = group->ctx;
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     rl_outcome_t out[RL_MAX_RULES];
+    unsigned char dry[RL_MAX_RULES];
     int allowed = 0;
-    int64_t now = 0;
 
     group->call = nullptr;
     group->done = 1;
@@ -693,11 +694,15 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group,
                                   static_cast<ngx_msec_t>(
                                       rl::monotonicUs() - group->sent_us));
     }
-    if (reply != nullptr &&
-        rl_decode_reply(reply, group->nrules, &allowed, out, &now)
-            == RL_REPLY_OK) {
+    for (ngx_uint_t k = 0; k < group->nrules; k++) {
+        dry[k] = ngx_http_rl_dry_run(ctx, &rules[group->rules[k]]);
+    }
+    /* every call of the module's asks for Redis' clock */
+    if (reply != nullptr && clock_us > 0 &&
+        rl_decode_reply(reply, group->nrules, group->costs, dry, &allowed,
+                        out) == RL_REPLY_OK) {
         group->allowed = allowed ? 1 : 0;
-        group->now_us = now;
+        group->now_us = clock_us - group->age_us;
         for (ngx_uint_t k = 0; k < group->nrules; k++) {
             ctx->outcomes[group->rules[k]] = out[k];
             ctx->decided[group->rules[k]] = 1;

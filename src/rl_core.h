@@ -72,9 +72,12 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
     uint64_t limit, uint64_t window_us, uint64_t burst, uint64_t delay,
     int dry) RL_NOEXCEPT;
 
-/* Decodes an EVALSHA reply (a hiredis redisReply *). */
+/* Decodes one request's part of an EVALSHA reply (a hiredis
+ * redisReply *), its rules of these costs, dry runs or not
+ * (src/core/reply.hpp). */
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
-    int *allowed, rl_outcome_t *out, int64_t *now_us) RL_NOEXCEPT;
+    const uint64_t *costs, const unsigned char *dry, int *allowed,
+    rl_outcome_t *out) RL_NOEXCEPT;
 
 /* A printable form of a key value for logs: bytes outside 0x20-0x7e,
  * '"' and '\' as \xHH, cut after `cap` bytes of output with "...".

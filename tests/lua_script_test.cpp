@@ -31,18 +31,11 @@ protected:
         return command(callArgv(requests, true, false));
     }
 
-    /* The part of a batch's reply for one request, decoded as the module
-     * decodes it. */
-    static Decision part(const redisReply* reply, size_t at, size_t rules) {
-        redisReply slice{};
-        slice.type = REDIS_REPLY_STRING;
-        slice.len = rl::replyBytes(rules);
-        slice.str = reply->str + at;
-        Decision d;
-        d.out.assign(rules, RuleOutcome{-1, -1, -1, -1, -1});
-        d.status = rl::decodeReply(&slice, rules, &d.allowed, d.out.data(),
-                                   &d.nowUs);
-        return d;
+    /* The part of a batch's reply for one request, `at` bytes after the
+     * clock, decoded as the module decodes it. */
+    static Decision part(const redisReply* reply, size_t at,
+                         const Request& request) {
+        return decodePart(reply, at, request.first, request.second);
     }
 };
 
@@ -790,19 +783,21 @@ TEST_F(LuaScript, BatchDecidesInOrderEachOnItsOwnTime) {
     Rule g = gcra("10.0.0.9", 1, kSec, 0, 0); /* one per second */
     Rule f = fixed("10.0.0.9", 5, kDay);
     int64_t before = redisTimeUs();
-    ReplyPtr r = batch({{{g}, -500000},  /* 0.5 s ago */
-                        {{g, f}, -1000}, /* 1 ms ago */
-                        {{f}, 0}});      /* now */
+    std::vector<Request> calls{{{g}, -500000},  /* 0.5 s ago */
+                               {{g, f}, -1000}, /* 1 ms ago */
+                               {{f}, 0}};       /* now */
+    ReplyPtr r = batch(calls);
     int64_t after = redisTimeUs();
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(r->type, REDIS_REPLY_STRING)
         << std::string(r->str != nullptr ? r->str : "", r->len);
-    ASSERT_EQ(r->len,
-              rl::replyBytes(1) + rl::replyBytes(2) + rl::replyBytes(1));
+    ASSERT_EQ(r->len, rl::kClockBytes + rl::replyBytes(1) +
+                          rl::replyBytes(2) + rl::replyBytes(1));
 
-    Decision a = part(r.get(), 0, 1);
-    Decision b = part(r.get(), rl::replyBytes(1), 2);
-    Decision c = part(r.get(), rl::replyBytes(1) + rl::replyBytes(2), 1);
+    Decision a = part(r.get(), 0, calls[0]);
+    Decision b = part(r.get(), rl::replyBytes(1), calls[1]);
+    Decision c = part(r.get(), rl::replyBytes(1) + rl::replyBytes(2),
+                      calls[2]);
     for (const Decision* d : {&a, &b, &c}) {
         ASSERT_EQ(d->status, ReplyStatus::Ok);
     }
@@ -867,18 +862,18 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
     Rule s = sliding("10.0.0.7", 3, 10 * kSec);
     Rule f = fixed("10.0.0.8", 5, 10 * kSec);
     command({"CONFIG", "RESETSTAT"});
-    ReplyPtr r = batch({{{s}, -40}, {{s, f}, -30}, {{s}, -20}, {{s}, -10},
-                        {{f}, 0}});
+    std::vector<Request> calls{{{s}, -40}, {{s, f}, -30}, {{s}, -20},
+                               {{s}, -10}, {{f}, 0}};
+    ReplyPtr r = batch(calls);
     ASSERT_NE(r, nullptr);
     ASSERT_EQ(r->type, REDIS_REPLY_STRING)
         << std::string(r->str != nullptr ? r->str : "", r->len);
-    std::vector<size_t> rules{1, 2, 1, 1, 1};
     std::vector<Decision> d;
     size_t at = 0;
-    for (size_t n : rules) {
-        d.push_back(part(r.get(), at, n));
+    for (const Request& q : calls) {
+        d.push_back(part(r.get(), at, q));
         ASSERT_EQ(d.back().status, ReplyStatus::Ok);
-        at += rl::replyBytes(n);
+        at += rl::replyBytes(q.first.size());
     }
     EXPECT_TRUE(d[0].allowed && d[1].allowed && d[2].allowed);
     EXPECT_FALSE(d[3].allowed) << describe(d[3]);

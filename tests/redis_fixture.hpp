@@ -326,20 +326,48 @@ protected:
         return callArgv({{rules, static_cast<int64_t>(nowUs)}}, sha, refund);
     }
 
-    Decision call(const std::vector<Rule>& rules, uint64_t nowUs,
-                  bool sha = false) {
+    /* One request's part of a call's reply, `at` bytes after its clock,
+     * decoded as the module decodes it (with each rule's cost and dry
+     * run); its time as the module works it out: t > 0 that time, else
+     * the reply's clock less -t. */
+    static Decision decodePart(const redisReply* reply, size_t at,
+                               const std::vector<Rule>& rules, int64_t t) {
         size_t n = rules.size();
-        ReplyPtr reply = run(rules, nowUs, sha, false);
         Decision d;
         d.out.assign(n, RuleOutcome{-1, -1, -1, -1, -1});
-        d.status = rl::decodeReply(reply.get(), n, &d.allowed, d.out.data(),
-                                   &d.nowUs);
+        std::vector<rl::RuleAsked> asked;
+        for (const Rule& r : rules) {
+            asked.push_back({r.cost, r.dryRun});
+        }
+        const int64_t clock = rl::replyClock(reply);
+        redisReply slice{};
+        const redisReply* part = reply;
+        if (clock >= 0 && rl::kClockBytes + at + rl::replyBytes(n) <=
+                              reply->len) {
+            slice.type = REDIS_REPLY_STRING;
+            slice.len = rl::replyBytes(n);
+            slice.str = reply->str + rl::kClockBytes + at;
+            part = &slice;
+        }
+        d.status = rl::decodeReply(part, n, asked.data(), &d.allowed,
+                                   d.out.data());
+        d.nowUs = t > 0 ? t : clock + t;
         if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
             d.error.assign(reply->str, reply->len);
         }
-        if (d.status == ReplyStatus::Ok && nowUs != 0) {
-            EXPECT_EQ(d.nowUs, static_cast<int64_t>(nowUs))
-                << "the reply's time is not the time given";
+        return d;
+    }
+
+    Decision call(const std::vector<Rule>& rules, uint64_t nowUs,
+                  bool sha = false) {
+        ReplyPtr reply = run(rules, nowUs, sha, false);
+        Decision d = decodePart(reply.get(), 0, rules,
+                                static_cast<int64_t>(nowUs));
+        if (d.status == ReplyStatus::Ok) {
+            EXPECT_EQ(reply->len, rl::kClockBytes + rl::replyBytes(
+                                                        rules.size()))
+                << "a call of one request replies with its clock and part";
+            EXPECT_GT(rl::replyClock(reply.get()), 0);
         }
         return d;
     }

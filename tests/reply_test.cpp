@@ -1,8 +1,8 @@
 /* Decoding the script's reply, one string of little-endian doubles:
- *   allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
- *     delay_us_n, now_us
- * from hiredis replies built by hand; times leave in milliseconds,
- * rounded up. */
+ *   clock_us, then per request, per rule: left, reset_us, verdict
+ * from hiredis replies built by hand: a request's part, read with what
+ * the module asked of each rule (its cost, whether it is a dry run);
+ * times leave in milliseconds, rounded up. */
 
 #include "core/reply.hpp"
 
@@ -24,6 +24,7 @@
 namespace {
 
 using rl::ReplyStatus;
+using rl::RuleAsked;
 using rl::RuleOutcome;
 
 /* Owns every reply, string and element vector it hands out. */
@@ -126,19 +127,23 @@ class Reply : public testing::Test {
 protected:
     static constexpr size_t kMaxRules = 8;
 
-    ReplyStatus decode(const redisReply* reply, size_t rules) {
+    /* One request's part, its rules of cost 1 and enforced unless
+     * `asked` says otherwise. */
+    ReplyStatus decode(const redisReply* reply, size_t rules,
+                       std::vector<RuleAsked> asked = {}) {
         for (RuleOutcome& o : out_) {
             o = {-7, -7, -7, -7, -7};
         }
-        nowUs_ = -7;
-        return rl::decodeReply(reply, rules, &allowed_, out_, &nowUs_);
+        asked.resize(kMaxRules, RuleAsked{1, false});
+        return rl::decodeReply(reply, rules, asked.data(), &allowed_, out_);
     }
 
     Replies r_;
     bool allowed_ = false;
     RuleOutcome out_[kMaxRules];
-    int64_t nowUs_ = -7;
 };
+
+constexpr RuleAsked kDry{1, true};
 
 void expectOutcome(const RuleOutcome& o, int64_t remaining, int64_t reset,
                    int64_t retry, int64_t delay = 0) {
@@ -148,54 +153,62 @@ void expectOutcome(const RuleOutcome& o, int64_t remaining, int64_t reset,
     EXPECT_EQ(o.delayMs, delay);
 }
 
+/* An admitted request is counted: what a rule leaves is what it had,
+ * less the request's cost. */
 TEST_F(Reply, AllowedOneRule) {
     allowed_ = false;
-    ASSERT_EQ(decode(r_.figures({1, 9, 1000000, 0, 0, kNow}), 1),
-              ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.figures({10, 1000000, 0}), 1), ReplyStatus::Ok);
     EXPECT_TRUE(allowed_);
     expectOutcome(out_[0], 9, 1000, 0);
-    EXPECT_EQ(nowUs_, kNow);
 }
 
 TEST_F(Reply, AllowedThreeRules) {
     allowed_ = false;
-    ASSERT_EQ(decode(r_.figures({1, 9, 1000000, 0, 0, 0, 60000000, 0, 0,
-                                  99, 1000, 0, 0, kNow}),
+    ASSERT_EQ(decode(r_.figures({10, 1000000, 0, 1, 60000000, 0, 100, 1000,
+                                  0}),
                      3),
               ReplyStatus::Ok);
     EXPECT_TRUE(allowed_);
-    EXPECT_EQ(nowUs_, kNow);
     expectOutcome(out_[0], 9, 1000, 0);
     expectOutcome(out_[1], 0, 60000, 0);
     expectOutcome(out_[2], 99, 1, 0);
 }
 
+/* The cost is the module's: taken from what is left, never below 0. */
+TEST_F(Reply, CostIsTakenFromWhatIsLeft) {
+    ASSERT_EQ(decode(r_.figures({10, 1000, 0}), 1, {{4, false}}),
+              ReplyStatus::Ok);
+    expectOutcome(out_[0], 6, 1, 0);
+    ASSERT_EQ(decode(r_.figures({3, 1000, 0}), 1, {{5, false}}),
+              ReplyStatus::Ok);
+    expectOutcome(out_[0], 0, 1, 0);
+    ASSERT_EQ(decode(r_.figures({3, 1000, 0}), 1, {{0, false}}),
+              ReplyStatus::Ok);
+    expectOutcome(out_[0], 3, 1, 0);
+}
+
+/* A rejected request counts nothing in any rule: each leaves what it
+ * had. */
 TEST_F(Reply, RejectedByOneOfTwoRules) {
     allowed_ = true;
-    ASSERT_EQ(decode(r_.figures({0, 4, 700000, 0, 0, 0, 59000000, 1500000,
-                                  0, kNow}),
-                     2),
+    ASSERT_EQ(decode(r_.figures({4, 700000, 0, 0, 59000000, 1500000}), 2),
               ReplyStatus::Ok);
     EXPECT_FALSE(allowed_);
-    EXPECT_EQ(nowUs_, kNow);
     expectOutcome(out_[0], 4, 700, 0);
     expectOutcome(out_[1], 0, 59000, 1500);
+    EXPECT_EQ(out_[1].retryUs, 1500000);
 }
 
 /* Microseconds become milliseconds rounded up: a retry of 1 us is 1 ms,
  * never 0 (which would read as "admitted"). */
 TEST_F(Reply, MicrosecondsRoundUpToMilliseconds) {
-    ASSERT_EQ(decode(r_.figures({0, 0, 1, 1, 0, kNow}), 1),
-              ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.figures({0, 1, 1}), 1), ReplyStatus::Ok);
     expectOutcome(out_[0], 0, 1, 1);
-    ASSERT_EQ(decode(r_.figures({0, 0, 999, 1000, 0, kNow}), 1),
-              ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.figures({0, 999, 1000}), 1), ReplyStatus::Ok);
     expectOutcome(out_[0], 0, 1, 1);
-    ASSERT_EQ(decode(r_.figures({0, 0, 1001, 1999, 0, kNow}), 1),
-              ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.figures({0, 1001, 1999}), 1), ReplyStatus::Ok);
     expectOutcome(out_[0], 0, 2, 2);
-    ASSERT_EQ(decode(r_.figures({1, 3, 0, 0, 2000001, kNow}), 1),
-              ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.figures({4, 0, -2000001}), 1), ReplyStatus::Ok);
     expectOutcome(out_[0], 3, 0, 0, 2001);
     EXPECT_EQ(rl::msCeil(0), 0);
     EXPECT_EQ(rl::msCeil(1), 1);
@@ -203,49 +216,72 @@ TEST_F(Reply, MicrosecondsRoundUpToMilliseconds) {
     EXPECT_EQ(rl::msCeil(1001), 2);
 }
 
-/* An admitted request may be delayed by the rules that shape it; the
- * module waits for the longest. */
+/* An admitted request may be delayed by the rules that shape it (a
+ * verdict below 0); the module waits for the longest. */
 TEST_F(Reply, AdmittedWithDelays) {
-    ASSERT_EQ(decode(r_.figures({1, 2, 300000, 0, 100000, 7, 5000, 0, 0,
-                                  kNow}),
-                     2),
+    ASSERT_EQ(decode(r_.figures({3, 300000, -100000, 8, 5000, 0}), 2),
               ReplyStatus::Ok);
     EXPECT_TRUE(allowed_);
     expectOutcome(out_[0], 2, 300, 0, 100);
     expectOutcome(out_[1], 7, 5, 0, 0);
 }
 
-/* A rejected request waits for nothing: a delay on a rejection is not
- * a reply of this script. */
-TEST_F(Reply, RejectionWithADelayIsMalformed) {
-    EXPECT_EQ(decode(r_.figures({0, 0, 1000, 1000, 1, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({0, 2, 300, 0, 100, 0, 1000, 1000, 0,
-                                  kNow}),
-                     2),
-              ReplyStatus::Malformed);
+/* A rejected request waits for nothing, whatever a rule would have
+ * delayed it by. */
+TEST_F(Reply, RejectionDelaysNothing) {
+    ASSERT_EQ(decode(r_.figures({3, 300000, -100000, 0, 1000, 1000}), 2),
+              ReplyStatus::Ok);
+    EXPECT_FALSE(allowed_);
+    expectOutcome(out_[0], 3, 300, 0, 0);
+    expectOutcome(out_[1], 0, 1, 1, 0);
+}
+
+/* A dry-run rule that would reject admits the request and counts it
+ * not; one that would admit it counts it, and never delays it. */
+TEST_F(Reply, DryRuns) {
+    ASSERT_EQ(decode(r_.figures({0, 1000, 50}), 1, {kDry}), ReplyStatus::Ok);
+    EXPECT_TRUE(allowed_);
+    expectOutcome(out_[0], 0, 1, 1);
+    ASSERT_EQ(decode(r_.figures({5, 1000, -5000}), 1, {kDry}),
+              ReplyStatus::Ok);
+    EXPECT_TRUE(allowed_);
+    expectOutcome(out_[0], 4, 1, 0, 0);
+    /* beside an enforced rule: the enforced one decides */
+    ASSERT_EQ(decode(r_.figures({0, 1000, 50, 5, 1000, 0}), 2,
+                     {kDry, {1, false}}),
+              ReplyStatus::Ok);
+    EXPECT_TRUE(allowed_);
+    expectOutcome(out_[0], 0, 1, 1);
+    expectOutcome(out_[1], 4, 1, 0);
+    ASSERT_EQ(decode(r_.figures({5, 1000, 0, 0, 1000, 50}), 2,
+                     {kDry, {1, false}}),
+              ReplyStatus::Ok);
+    EXPECT_FALSE(allowed_);
+    expectOutcome(out_[0], 5, 1, 0);
+    expectOutcome(out_[1], 0, 1, 1);
 }
 
 /* The largest figure a valid rule gives: twice a 366-day window. */
 TEST_F(Reply, LargestLegitimateFiguresDecode) {
     const long long us = 2LL * 366 * 86400 * 1000000;
-    ASSERT_EQ(decode(r_.figures({0, 1000000000, us, us, 0, kNow}), 1),
-              ReplyStatus::Ok);
+    ASSERT_EQ(decode(r_.figures({1000000000, us, us}), 1), ReplyStatus::Ok);
     EXPECT_FALSE(allowed_);
     expectOutcome(out_[0], 1000000000, us / 1000, us / 1000);
+    ASSERT_EQ(decode(r_.figures({1000000000, us, -us}), 1), ReplyStatus::Ok);
+    EXPECT_TRUE(allowed_);
+    expectOutcome(out_[0], 999999999, us / 1000, 0, us / 1000);
 }
 
 /* Past 2^53 no script figure is exact: not a reply of this script
  * (2^53 + 1 is no double; 2^53 + 2 is the next one). */
 TEST_F(Reply, FiguresBeyondTheScriptsDoublesAreMalformed) {
     const long long big = (1LL << 53) + 2;
-    EXPECT_EQ(decode(r_.figures({0, 0, big, 1000, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({big, 1000, 0}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({0, big, 1000}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({0, 1000, big}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({0, 1000, -big}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({0, 0, 1000, big, 0, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, big, 1000, 0, 0, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, 0, 1000, 0, LLONG_MAX, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({0, 1000, LLONG_MAX}), 1),
               ReplyStatus::Malformed);
 }
 
@@ -289,104 +325,90 @@ TEST_F(Reply, WrongTypesAreMalformed) {
 
 TEST_F(Reply, WrongElementCountIsMalformed) {
     EXPECT_EQ(decode(r_.figures({}), 1), ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1}), 1), ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, kNow}), 1), ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, kNow, 5}), 1),
-              ReplyStatus::Malformed);
-    /* Without the time. */
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0}), 1),
+    EXPECT_EQ(decode(r_.figures({9}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({9, 1000}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({9, 1000, 0, 0}), 1),
               ReplyStatus::Malformed);
     /* One rule's worth for a two-rule call, and the reverse. */
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, kNow}), 2),
+    EXPECT_EQ(decode(r_.figures({9, 1000, 0}), 2), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({9, 1000, 0, 9, 1000, 0}), 1),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, 9, 1000, 0, 0, kNow}),
-                     1),
-              ReplyStatus::Malformed);
-    /* The previous layout: three figures per rule. */
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 9, 1000, 0, kNow}), 2),
+    /* The previous layout: allowed, four figures per rule, the time. */
+    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, kNow}), 1),
               ReplyStatus::Malformed);
 }
 
 TEST_F(Reply, MissingBytesAreMalformed) {
-    redisReply* a = r_.figures({1, 9, 1000, 0, 0, kNow});
+    redisReply* a = r_.figures({9, 1000, 0});
     a->str = nullptr;
     EXPECT_EQ(decode(a, 1), ReplyStatus::Malformed);
 }
 
-/* The previous layout, an array of integers, is not this script's. */
+/* An array of integers is not this script's reply. */
 TEST_F(Reply, ArraysAreMalformed) {
-    EXPECT_EQ(decode(r_.integers({1, 9, 1000, 0, 0, kNow}), 1),
-              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.integers({9, 1000, 0}), 1), ReplyStatus::Malformed);
     EXPECT_EQ(decode(r_.array({}), 1), ReplyStatus::Malformed);
 }
 
 TEST_F(Reply, FractionalOrNonFiniteFiguresAreMalformed) {
-    for (size_t i = 0; i < 6; i++) {
+    for (size_t i = 0; i < 3; i++) {
         for (double bad : {0.5, 1e-9, double(NAN), double(INFINITY),
                            -double(INFINITY), -0.5}) {
-            double e[] = {0, 0, 1000, 1000, 0, double(kNow)};
+            double e[] = {0, 1000, 1000};
             e[i] = bad;
-            EXPECT_EQ(decode(r_.doubles({e[0], e[1], e[2], e[3], e[4],
-                                         e[5]}),
-                             1),
+            EXPECT_EQ(decode(r_.doubles({e[0], e[1], e[2]}), 1),
                       ReplyStatus::Malformed)
                 << "figure " << i << " = " << bad;
         }
     }
 }
 
+/* What is left and the reset time are never negative (a verdict may
+ * be: a delay). */
 TEST_F(Reply, NegativeFiguresAreMalformed) {
-    EXPECT_EQ(decode(r_.figures({1, -1, 1000, 0, 0, kNow}), 1),
+    EXPECT_EQ(decode(r_.figures({-1, 1000, 0}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({9, -1, 0}), 1), ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({9, 1000, 0, 9, -1000, 0}), 2),
               ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, 9, -1, 0, 0, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({0, 0, 1000, -1000, 0, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, -1, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, 9, 1000, -1, 0, kNow}),
-                     2),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, LLONG_MIN, 1000, 0, 0, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, -1}), 1),
+    EXPECT_EQ(decode(r_.figures({LLONG_MIN, 1000, 0}), 1),
               ReplyStatus::Malformed);
 }
 
-/* The time is microseconds since the epoch, sent back with a refund. */
-TEST_F(Reply, TimeIsPassedThrough) {
-    ASSERT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, 0}), 1), ReplyStatus::Ok);
-    EXPECT_EQ(nowUs_, 0);
+/* The same part in the C++ core's figures: microseconds, as decide()
+ * gives them. */
+TEST_F(Reply, FiguresInMicroseconds) {
+    RuleAsked asked[] = {{2, false}, {1, false}};
+    rl::Figures f[2];
+    bool allowed = false;
+    ASSERT_EQ(rl::decodeFigures(r_.figures({10, 1500, -2500, 7, 999, 0}), 2,
+                                asked, &allowed, f),
+              ReplyStatus::Ok);
+    EXPECT_TRUE(allowed);
+    EXPECT_EQ(f[0].remaining, 8);
+    EXPECT_EQ(f[0].resetUs, 1500);
+    EXPECT_EQ(f[0].retryUs, 0);
+    EXPECT_EQ(f[0].delayUs, 2500);
+    EXPECT_EQ(f[1].remaining, 6);
+    EXPECT_EQ(f[1].resetUs, 999);
+    EXPECT_EQ(f[1].delayUs, 0);
+}
+
+/* The call's clock: its reply's first figure, microseconds since the
+ * epoch; -1 for anything that is not a reply of the script. */
+TEST_F(Reply, Clock) {
+    EXPECT_EQ(rl::replyClock(r_.figures({kNow, 9, 1000, 0})), kNow);
+    EXPECT_EQ(rl::replyClock(r_.figures({kNow})), kNow);
+    EXPECT_EQ(rl::replyClock(r_.figures({0})), 0);
     const long long later = 4102444800LL * 1000000; /* 2100-01-01 */
-    ASSERT_EQ(decode(r_.figures({1, 9, 1000, 0, 0, later}), 1),
-              ReplyStatus::Ok);
-    EXPECT_EQ(nowUs_, later);
-}
-
-TEST_F(Reply, AllowedFlagMustBeZeroOrOne) {
-    for (long long flag : {2LL, -1LL, 100LL, LLONG_MAX}) {
-        EXPECT_EQ(decode(r_.figures({flag, 9, 1000, 0, 0, kNow}), 1),
-                  ReplyStatus::Malformed)
-            << "allowed " << flag;
-    }
-}
-
-/* A rejection must name a rule that rejected (retry > 0). */
-TEST_F(Reply, RejectionWithoutARetryIsMalformed) {
-    EXPECT_EQ(decode(r_.figures({0, 0, 1000, 0, 0, kNow}), 1),
-              ReplyStatus::Malformed);
-    EXPECT_EQ(decode(r_.figures({0, 0, 1000, 0, 0, 3, 50, 0, 0, kNow}), 2),
-              ReplyStatus::Malformed);
-}
-
-/* An admission may name a dry-run rule that would have rejected. */
-TEST_F(Reply, AdmissionWithADryRunRejection) {
-    EXPECT_EQ(decode(r_.figures({1, 0, 1000, 50, 0, kNow}), 1),
-              ReplyStatus::Ok);
-    EXPECT_TRUE(allowed_);
-    EXPECT_EQ(out_[0].retryMs, 1);
+    EXPECT_EQ(rl::replyClock(r_.figures({later})), later);
+    EXPECT_EQ(rl::replyClock(r_.figures({})), -1);
+    EXPECT_EQ(rl::replyClock(r_.text(REDIS_REPLY_STRING, "1234567")), -1);
+    EXPECT_EQ(rl::replyClock(r_.figures({-1})), -1);
+    EXPECT_EQ(rl::replyClock(r_.doubles({0.5})), -1);
+    EXPECT_EQ(rl::replyClock(r_.doubles({double(NAN)})), -1);
+    EXPECT_EQ(rl::replyClock(r_.error("NOSCRIPT")), -1);
+    EXPECT_EQ(rl::replyClock(r_.integer(kNow)), -1);
+    EXPECT_EQ(rl::replyClock(nullptr), -1);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "reply.hpp"
 
+#include "script.hpp"
+
 #include <hiredis/hiredis.h>
 
 #include <cstring>
@@ -10,16 +12,17 @@ namespace {
 /* Beyond what the script's doubles hold exactly: not a script reply. */
 constexpr double kMaxFigure = 9007199254740992.0; /* 2^53 */
 
-/* The i-th figure of the reply as a whole number in [0, 2^53], or -1. */
-int64_t figureAt(const char* bytes, size_t i) {
+/* The i-th figure of the reply as a whole number in [-2^53, 2^53], or
+ * false. */
+bool wholeAt(const char* bytes, size_t i, int64_t* v) {
     double d = doubleAt(bytes, i);
-    if (!(d >= 0 && d <= kMaxFigure)) {
-        return -1; /* negative, too large, NaN */
+    if (!(d >= -kMaxFigure && d <= kMaxFigure)) {
+        return false; /* too large, NaN */
     }
     /* in range, the conversion is exact for whole numbers (std::floor
-     * is a libm call, six per request) */
-    auto v = static_cast<int64_t>(d);
-    return static_cast<double>(v) == d ? v : -1; /* fractional */
+     * is a libm call, three per rule) */
+    *v = static_cast<int64_t>(d);
+    return static_cast<double>(*v) == d; /* else fractional */
 }
 
 }  // namespace
@@ -39,55 +42,74 @@ double doubleAt(const char* bytes, size_t i) {
     return d;
 }
 
-ReplyStatus decodeReply(const redisReply* reply, size_t rules,
-                        bool* allowed, RuleOutcome* out, int64_t* nowUs) {
-    if (reply == nullptr) {
+int64_t replyClock(const redisReply* reply) {
+    int64_t t;
+    if (reply == nullptr || reply->type != REDIS_REPLY_STRING ||
+        reply->str == nullptr || reply->len < kClockBytes ||
+        !wholeAt(reply->str, 0, &t) || t < 0) {
+        return -1;
+    }
+    return t;
+}
+
+ReplyStatus decodeFigures(const redisReply* part, size_t rules,
+                          const RuleAsked* asked, bool* allowed,
+                          Figures* out) {
+    if (part == nullptr) {
         return ReplyStatus::Malformed;
     }
-    if (reply->type == REDIS_REPLY_ERROR) {
-        if (reply->str != nullptr && reply->len >= 8 &&
-            std::memcmp(reply->str, "NOSCRIPT", 8) == 0) {
+    if (part->type == REDIS_REPLY_ERROR) {
+        if (part->str != nullptr && part->len >= 8 &&
+            std::memcmp(part->str, "NOSCRIPT", 8) == 0) {
             return ReplyStatus::NoScript;
         }
         return ReplyStatus::Error;
     }
-    if (reply->type != REDIS_REPLY_STRING || reply->str == nullptr ||
-        reply->len != replyBytes(rules)) {
+    if (part->type != REDIS_REPLY_STRING || part->str == nullptr ||
+        part->len != replyBytes(rules)) {
         return ReplyStatus::Malformed;
     }
-    const char* f = reply->str;
-    const int64_t a = figureAt(f, 0);
-    if (a != 0 && a != 1) {
-        return ReplyStatus::Malformed;
-    }
-    const bool admitted = a == 1;
-    bool anyRetry = false;
+    const char* f = part->str;
+    bool admitted = true;
     for (size_t i = 0; i < rules; i++) {
-        int64_t e[kFiguresPerRule];
-        for (size_t j = 0; j < kFiguresPerRule; j++) {
-            e[j] = figureAt(f, 1 + kFiguresPerRule * i + j);
-            if (e[j] < 0) {
-                return ReplyStatus::Malformed;
-            }
-        }
-        /* A rejected request waits for nothing. */
-        if (!admitted && e[3] != 0) {
+        int64_t left, reset, verdict;
+        if (!wholeAt(f, kFiguresPerRule * i, &left) || left < 0 ||
+            !wholeAt(f, kFiguresPerRule * i + 1, &reset) || reset < 0 ||
+            !wholeAt(f, kFiguresPerRule * i + 2, &verdict)) {
             return ReplyStatus::Malformed;
         }
-        out[i] = {e[0], msCeil(e[1]), msCeil(e[2]), msCeil(e[3]), e[2]};
-        anyRetry = anyRetry || e[2] > 0;
+        out[i] = {left, reset, verdict > 0 ? verdict : 0,
+                  verdict < 0 && !asked[i].dryRun ? -verdict : 0};
+        admitted = admitted && (verdict <= 0 || asked[i].dryRun);
     }
-    /* A rejection names at least one rule that rejected (an admission
-     * may name dry-run rules that would have). */
-    if (!admitted && !anyRetry) {
-        return ReplyStatus::Malformed;
-    }
-    const int64_t t = figureAt(f, 1 + kFiguresPerRule * rules);
-    if (t < 0) {
-        return ReplyStatus::Malformed;
+    for (size_t i = 0; i < rules; i++) {
+        if (!admitted) {
+            out[i].delayUs = 0;     /* nothing counted, nothing shaped */
+        } else if (out[i].retryUs == 0) {
+            int64_t cost = static_cast<int64_t>(asked[i].cost);
+            out[i].remaining = out[i].remaining > cost
+                                   ? out[i].remaining - cost : 0;
+        }
     }
     *allowed = admitted;
-    *nowUs = t;
+    return ReplyStatus::Ok;
+}
+
+ReplyStatus decodeReply(const redisReply* part, size_t rules,
+                        const RuleAsked* asked, bool* allowed,
+                        RuleOutcome* out) {
+    Figures f[kMaxRulesPerCall];
+    if (rules > kMaxRulesPerCall) {
+        return ReplyStatus::Malformed;
+    }
+    ReplyStatus s = decodeFigures(part, rules, asked, allowed, f);
+    if (s != ReplyStatus::Ok) {
+        return s;
+    }
+    for (size_t i = 0; i < rules; i++) {
+        out[i] = {f[i].remaining, msCeil(f[i].resetUs), msCeil(f[i].retryUs),
+                  msCeil(f[i].delayUs), f[i].retryUs};
+    }
     return ReplyStatus::Ok;
 }
 

@@ -1,14 +1,24 @@
-/* Decoding the script's reply (see lua/rl.lua) to one request: one
- * string of little-endian doubles (whole numbers, exact below 2^53)
- *   allowed, remaining_1, reset_us_1, retry_us_1, delay_us_1, ...,
- *     delay_us_n, now_us
+/* Decoding the script's reply (see lua/rl.lua): one string of
+ * little-endian doubles (whole numbers, exact below 2^53)
+ *   clock_us, then for each request of the call, for each of its rules:
+ *     left, reset_us, verdict
  * (one string rather than an array of integers: hiredis makes one object
- * per array element, a string is one). Times come in microseconds and
- * leave in milliseconds, rounded up (a retry of 1 us is 1 ms, never 0). */
+ * per array element, a string is one). A rule's verdict is its retry in
+ * us when it would reject the request (> 0), else minus its delay (<= 0).
+ * The script sends what each rule's check found and no more: whether
+ * the request is admitted, what it leaves, and which delay applies
+ * follow from the verdicts and from what the module asked (each rule's
+ * cost, and whether it is a dry run), so the module works them out, as
+ * lua/rl.lua and the C++ core's decide() define them. Every figure the
+ * script packs costs Redis about 330 instructions. Times come in
+ * microseconds and leave in milliseconds, rounded up (a retry of 1 us
+ * is 1 ms, never 0). */
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "algorithm.hpp"
 
 struct redisReply;
 
@@ -30,23 +40,47 @@ enum class ReplyStatus {
 };
 
 /* Figures per rule in the reply. */
-inline constexpr size_t kFiguresPerRule = 4;
+inline constexpr size_t kFiguresPerRule = 3;
 
-/* Figures, and bytes, of one request's reply. A call carrying several
- * requests (a batch, src/batch.cpp) replies with their parts one after
- * the other in one string, each decoded as a reply of its own. */
-constexpr size_t replyLength(size_t rules) {
-    return 2 + kFiguresPerRule * rules;
-}
+/* Bytes before the requests' parts: Redis' clock. */
+inline constexpr size_t kClockBytes = 8;
+
+/* Figures, and bytes, of one request's part of the reply. A call
+ * carrying several requests (a batch, src/batch.cpp) replies with the
+ * clock, then their parts one after the other, each decoded on its own
+ * (replyPart()). */
+constexpr size_t replyLength(size_t rules) { return kFiguresPerRule * rules; }
 
 constexpr size_t replyBytes(size_t rules) { return 8 * replyLength(rules); }
 
-/* On Ok, *allowed, out[0..rules) and *nowUs (the time the script
- * decided at, what a refund sends back) are set. A rejection names a
- * rule that rejected (retry > 0) and delays nothing; an admission has
- * no retry. */
-ReplyStatus decodeReply(const redisReply* reply, size_t rules,
-                        bool* allowed, RuleOutcome* out, int64_t* nowUs);
+/* What the module asked of one rule: the reply is read with it. */
+struct RuleAsked {
+    uint64_t cost;
+    bool dryRun;
+};
+
+/* Redis' clock, in us, that a call's requests were decided on (each
+ * request's time is it minus how long it waited in nginx, the time a
+ * refund sends back): the reply's first figure. 0 when no request of
+ * the call used it (each gave its own time), -1 when `reply` is not a
+ * reply of the script (an error, another type, too short). */
+int64_t replyClock(const redisReply* reply);
+
+/* Decodes one request's part (a string of replyBytes(rules)): on Ok,
+ * *allowed and out[0..rules) are set. The request is admitted unless a
+ * rule that is not a dry run would reject it; it is then counted in
+ * every rule that admits it (its remaining less its cost); a rejected
+ * request, and a dry run, waits for nothing. */
+ReplyStatus decodeReply(const redisReply* part, size_t rules,
+                        const RuleAsked* asked, bool* allowed,
+                        RuleOutcome* out);
+
+/* The same, in the C++ core's figures, in microseconds (what decide()
+ * gives for the same request: the differential test holds the two
+ * alike). */
+ReplyStatus decodeFigures(const redisReply* part, size_t rules,
+                          const RuleAsked* asked, bool* allowed,
+                          Figures* out);
 
 /* The i-th little-endian double of packed bytes (the script's replies
  * and states). */
