@@ -210,7 +210,17 @@ for pass = refunding and 1 or 2, 2 do
                 alg.check(key, now, v[2], v[3], v[4], cost, v[5])
             if ok then
                 if cost > 0 then
-                    write(key, alg, ttl, age, a, b, c)
+                    local t = STATE[key]
+                    if t and #t < 4 then
+                        -- written twice already in this call (a hot
+                        -- key): write()'s last branch, inline
+                        t[1], t[2], t[3] = a, b, c
+                        if ttl then
+                            TTL_US[key] = ttl - age
+                        end
+                    else
+                        write(key, alg, ttl, age, a, b, c)
+                    end
                 end
                 retry = -wait
             elseif retry < 1 then

@@ -890,6 +890,33 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
     EXPECT_LE(ttl, 20001);
 }
 
+/* From its third request in a call on one key, a request updates the
+ * key's numbers in place (lua/rl.lua): the key still ends where the
+ * last request's write says. gcra sets a TTL on every write: after four
+ * requests 10 us apart at 10 r/s, the TAT is 0.4 s after the first. */
+TEST_F(LuaScript, BatchOnOneKeyKeepsTheLastWritesTtl) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    Rule g = gcra("10.0.0.6", 10, kSec, 5, 5);
+    std::vector<Request> calls{{{g}, -40}, {{g}, -30}, {{g}, -20},
+                               {{g}, -10}};
+    ReplyPtr r = batch(calls);
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(r->type, REDIS_REPLY_STRING)
+        << std::string(r->str != nullptr ? r->str : "", r->len);
+    size_t at = 0;
+    for (const Request& q : calls) {
+        Decision d = part(r.get(), at, q);
+        ASSERT_EQ(d.status, ReplyStatus::Ok);
+        EXPECT_TRUE(d.allowed) << describe(d);
+        at += rl::replyBytes(q.first.size());
+    }
+    /* the last write: TAT - its time = 0.4 s - 30 us, in ms rounded up,
+     * plus 1 ms */
+    long long ttl = pttl(g.key);
+    EXPECT_GT(ttl, 390);
+    EXPECT_LE(ttl, 401);
+}
+
 /* A refund reads every request before it gives anything back: one bad
  * request and nothing is refunded. */
 TEST_F(LuaScript, RefundWithABadRequestGivesNothingBack) {
