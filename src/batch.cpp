@@ -158,6 +158,8 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
         if (c->group != nullptr) {
             requests++;
             rules += c->group->nrules;
+        } else {
+            c->rules = 0;   /* gone before it left: no part in the reply */
         }
     }
     if (rules == 0 || !index(first, rules, log)) {

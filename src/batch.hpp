@@ -23,7 +23,8 @@ struct Call {
     Link                 *link;
     ngx_http_rl_group_t  *group;
     Call                 *next;
-    ngx_uint_t            rules;     /* its part of the reply, once gone */
+    ngx_uint_t            rules;     /* its part of the reply: its rules, kept
+                                      * once gone (0: gone before it left) */
 };
 
 /* Calls sent as one script call, in order. */
@@ -60,7 +61,8 @@ public:
     ~BatchCommand();
 
     /* Builds the call for the calls from `first` whose request is still
-     * there, with EVAL (the script's text) or EVALSHA; `nowUs` is the
+     * there (the others' `rules` become 0: they have no part in the
+     * reply), with EVAL (the script's text) or EVALSHA; `nowUs` is the
      * monotonic time it leaves at. Returns its length, or 0 when out of
      * memory or when no request is left. */
     size_t build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log);

@@ -139,7 +139,7 @@ private:
     bool ready_ = false;
     bool stalled_ = false;
     bool down_ = false;         /* an incident is open (and was logged) */
-    bool replyErrors_ = false;  /* error replies logged, none good since */
+    bool replyErrors_ = false;  /* a bad reply logged, none good since */
     bool exiting_ = false;
     ngx_uint_t attempts_ = 0;
 };
@@ -472,6 +472,27 @@ void Link::answer(Call *call, const redisReply *reply, int64_t clockUs) {
     }
 }
 
+namespace {
+
+const char *replyType(int type) {
+    switch (type) {
+    case REDIS_REPLY_STRING:
+        return "a string";
+    case REDIS_REPLY_ARRAY:
+        return "an array";
+    case REDIS_REPLY_INTEGER:
+        return "an integer";
+    case REDIS_REPLY_NIL:
+        return "nil";
+    case REDIS_REPLY_STATUS:
+        return "a status";
+    default:
+        return "a reply";
+    }
+}
+
+}  // namespace
+
 void Link::replied(Batch *batch, redisReply *reply) {
     if (reply != nullptr && ready_) {
         stalled_ = false;
@@ -484,19 +505,43 @@ void Link::replied(Batch *batch, redisReply *reply) {
     bool noScript = reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
                     reply->len >= 8 &&
                     ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0;
-    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR && !noScript) {
-        if (!replyErrors_) {
+    /* Anything but an error or Redis' clock and each call's part is no
+     * reply of the script's: its requests get the failure policy. */
+    int64_t clock = replyClock(reply);
+    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
+        if (!noScript && !replyErrors_) {
             replyErrors_ = true;
             ngx_log_error(NGX_LOG_ERR, log_, 0,
                           "rl_zone \"%V\": redis %V replied: %s",
                           &zone_->name, &zone_->addr, reply->str);
         }
-    } else if (reply != nullptr && !noScript) {
-        replyErrors_ = false;
+    } else if (reply != nullptr) {
+        size_t want = kClockBytes;
+        for (Call *c = batch->first; c != nullptr; c = c->next) {
+            want += replyBytes(c->rules);
+        }
+        if (reply->type != REDIS_REPLY_STRING || reply->len != want ||
+            clock <= 0)
+        {
+            clock = -1;
+            if (!replyErrors_) {
+                replyErrors_ = true;
+                ngx_log_error(NGX_LOG_ERR, log_, 0,
+                              "rl_zone \"%V\": redis %V sent no reply of "
+                              "the script's: %s of %uz bytes, where %uz "
+                              "bytes of figures were due",
+                              &zone_->name, &zone_->addr,
+                              replyType(reply->type),
+                              reply->type == REDIS_REPLY_STRING
+                                  ? reply->len : 0,
+                              want);
+            }
+        } else {
+            replyErrors_ = false;
+        }
     }
 
     size_t at = kClockBytes;
-    int64_t clock = replyClock(reply);
     redisReply slice;
     Call *c = batch->first;
     batch->next = freeBatches_;
