@@ -91,8 +91,9 @@ private:
 };
 
 /* The part of a batch's reply for a call of `rules` rules starting at
- * byte *at (advanced past it; the first starts at kClockBytes): a view in *slice, or `reply` itself when
- * it is no string (an error, NULL) or too short. */
+ * byte *at (advanced past it; the first part starts at kClockBytes): a
+ * view in *slice, or `reply` itself when it is no string (an error,
+ * NULL) or too short. */
 const redisReply *replyPart(const redisReply *reply, size_t *at,
                             ngx_uint_t rules, redisReply *slice);
 

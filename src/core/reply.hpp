@@ -61,9 +61,10 @@ struct RuleAsked {
 
 /* Redis' clock, in us, that a call's requests were decided on (each
  * request's time is it minus how long it waited in nginx, the time a
- * refund sends back): the reply's first figure. 0 when no request of
- * the call used it (each gave its own time), -1 when `reply` is not a
- * reply of the script (an error, another type, too short). */
+ * refund sends back): the reply's first figure, read by the script for
+ * every call. -1 when `reply` is not a reply of the script (an error,
+ * another type, too short, a clock that is no whole number of at least
+ * 0). */
 int64_t replyClock(const redisReply* reply);
 
 /* Decodes one request's part (a string of replyBytes(rules)): on Ok,
