@@ -146,6 +146,7 @@ typedef struct {
     unsigned                    error:1;
     unsigned                    allowed:1;
     unsigned                    retried:1;
+    unsigned                    refund_retried:1;
     unsigned                    skipped:1;  /* another group rejected */
 } ngx_http_rl_group_t;
 
@@ -240,7 +241,8 @@ ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
 void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) RL_NOEXCEPT;
 void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) RL_NOEXCEPT;
 /* a refund (EVALSHA ... refund); ngx_http_rl_refund_done() when it is
- * answered, unless the call was detached */
+ * answered (noscript: Redis lost the script), unless the call was
+ * detached */
 ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
     ngx_http_rl_group_t *group, ngx_uint_t argc, const char **argv,
     const size_t *argvlen) RL_NOEXCEPT;
@@ -277,7 +279,8 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
     int64_t clock_us)
     RL_NOEXCEPT;
-void ngx_http_rl_refund_done(ngx_http_rl_group_t *group) RL_NOEXCEPT;
+void ngx_http_rl_refund_done(ngx_http_rl_group_t *group, int noscript)
+    RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;
 
 

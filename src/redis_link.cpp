@@ -93,7 +93,7 @@ public:
     void handshakeReply(redisAsyncContext *ac, redisReply *reply);
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
     void replied(Batch *batch, redisReply *reply);
-    void refunded(Call *call);
+    void refunded(Call *call, const redisReply *reply);
     void flush();
     void reconnectDue() { connect(); }
     void deadlinePassed();
@@ -171,9 +171,9 @@ void onReply(redisAsyncContext *, void *reply, void *data) noexcept {
     batch->link->replied(batch, static_cast<redisReply *>(reply));
 }
 
-void onRefunded(redisAsyncContext *, void *, void *data) noexcept {
+void onRefunded(redisAsyncContext *, void *reply, void *data) noexcept {
     Call *call = static_cast<Call *>(data);
-    call->link->refunded(call);
+    call->link->refunded(call, static_cast<redisReply *>(reply));
 }
 
 void onFlush(ngx_event_t *ev) noexcept {
@@ -408,12 +408,23 @@ Call *Link::refund(ngx_http_rl_group_t *group, int argc, const char **argv,
     return call;
 }
 
-void Link::refunded(Call *call) {
+void Link::refunded(Call *call, const redisReply *reply) {
     ngx_http_rl_group_t *group = call->group;
     release(call);
+    bool noScript = reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
+                    reply->len >= 8 &&
+                    ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0;
+    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR && !noScript &&
+        !replyErrors_)
+    {
+        replyErrors_ = true;
+        ngx_log_error(NGX_LOG_ERR, log_, 0,
+                      "rl_zone \"%V\": redis %V replied to a refund: %s",
+                      &zone_->name, &zone_->addr, reply->str);
+    }
     if (group != nullptr) {
         group->call = nullptr;
-        ngx_http_rl_refund_done(group);
+        ngx_http_rl_refund_done(group, noScript ? 1 : 0);
     }
 }
 

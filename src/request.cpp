@@ -221,7 +221,8 @@ void count(ngx_http_rl_ctx_t *ctx) {
  * store gives it back at once; the answer to a Redis refund is awaited
  * (settle()), so the client's next request finds nothing counted, on
  * whichever worker and connection it lands. */
-void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
+void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
+            bool eval = false) {
     if (g->zone->shm_zone != nullptr) {
         ngx_http_rl_shm_refund(g);
         return;
@@ -229,7 +230,8 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
     ngx_http_request_t *r = ctx->r;
     ngx_http_rl_link_t *link = linkFor(r, g->zone);
     /* EVALSHA sha n keys head specs refund (src/core/script.hpp), keys
-     * and specs in rule order, at the decision's time */
+     * and specs in rule order, at the decision's time; EVAL and the
+     * script's text once Redis said it lost the script */
     ngx_uint_t n = g->nrules;
     ngx_uint_t argc = 5 + 2 * n;
     auto **argv = static_cast<const char **>(
@@ -243,10 +245,16 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g) {
         count == nullptr || head == nullptr) {
         return;
     }
-    argv[0] = "EVALSHA";
-    argvlen[0] = 7;
-    argv[1] = rl_script_sha();
-    argvlen[1] = RL_SHA_LEN;
+    if (eval) {
+        argv[0] = "EVAL";
+        argvlen[0] = 4;
+        argv[1] = rl_script_text(&argvlen[1]);
+    } else {
+        argv[0] = "EVALSHA";
+        argvlen[0] = 7;
+        argv[1] = rl_script_sha();
+        argvlen[1] = RL_SHA_LEN;
+    }
     argv[2] = reinterpret_cast<char *>(count);
     argvlen[2] = ngx_sprintf(count, "%ui", n) - count;
     u_char *p = rl::requestHead(head, n, g->now_us);
@@ -539,11 +547,14 @@ ngx_msec_t expire(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
 }
 
 void resume(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
+    /* the phases may finish the request, and free it with its pool
+     * (as nginx's own event handlers, keep the connection first) */
+    ngx_connection_t *c = r->connection;
     ctx->waiting = 0;
     ctx->resumed = 1;
     r->write_event_handler = ngx_http_core_run_phases;
     ngx_http_core_run_phases(r);
-    ngx_http_run_posted_requests(r->connection);
+    ngx_http_run_posted_requests(c);
 }
 
 void wake(ngx_event_t *ev) noexcept {
@@ -717,8 +728,22 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
     answered(ctx);
 }
 
-void ngx_http_rl_refund_done(ngx_http_rl_group_t *group) noexcept {
-    answered(group->ctx);
+void ngx_http_rl_refund_done(ngx_http_rl_group_t *group,
+                             int noscript) noexcept {
+    ngx_http_rl_ctx_t *ctx = group->ctx;
+    if (noscript && !group->refund_retried) {
+        /* Redis lost the script (SCRIPT FLUSH, a restart, a failover)
+         * between the decision and its refund: once more, with its
+         * text; the new call takes over the first one's place in
+         * ctx->pending */
+        group->refund_retried = 1;
+        refund(ctx, group, true);
+        if (group->call != nullptr) {
+            ctx->pending--;
+            return;
+        }
+    }
+    answered(ctx);
 }
 
 }  // extern "C"

@@ -1,0 +1,92 @@
+# The module under valgrind's memcheck: nginx in one process (no master)
+# serves the paths where a request waits and comes back (a decision from
+# Redis, a 429, a delay=, a refund to another zone), then exits; valgrind
+# must report no invalid read or write and no use of uninitialised
+# memory. (A parked request's phases can finish it and free its pool:
+# what runs after them must not touch it.)
+
+use lib 't/lib';
+use RlTest;
+use RlTest::Proc qw(make_tempdir wait_until free_port);
+use POSIX ();
+
+my ($valgrind) = map { "$_/valgrind" } grep { -x "$_/valgrind" }
+                 split /:/, $ENV{PATH};
+plan(skip_all => 'valgrind is not installed') unless $valgrind;
+
+my $rx = start_redis();
+my $ry = start_redis();
+my ($xport, $yport) = ($rx->port, $ry->port);
+my $dir = make_tempdir('memcheck');
+mkdir "$dir/logs";
+my $port = free_port();
+my $module = module_path();
+
+open my $fh, '>', "$dir/nginx.conf" or die $!;
+print $fh <<"CONF";
+load_module $module;
+master_process off;
+daemon off;
+worker_processes 1;
+error_log logs/error.log info;
+pid nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    rl_zone x redis=127.0.0.1:$xport timeout=30s;
+    rl_zone y redis=127.0.0.1:$yport timeout=30s;
+    server {
+        listen 127.0.0.1:$port;
+        location /plain { empty_gif; }
+        location /limited {
+            rl_rule zone=x key=k rate=1000r/s;
+            empty_gif;
+        }
+        location /reject {
+            rl_rule zone=x key=r rate=1r/h cost=\$arg_c;
+            empty_gif;
+        }
+        location /delay {
+            rl_rule zone=x key=d rate=20r/s algorithm=gcra burst=5 delay=1;
+            empty_gif;
+        }
+        location /both {
+            rl_rule zone=x key=b rate=100r/h name=x;
+            rl_rule zone=y key=b rate=1r/h name=y cost=\$arg_c;
+            empty_gif;
+        }
+    }
+}
+CONF
+close $fh;
+
+my $vg = spawn(sub {
+    open STDOUT, '>', '/dev/null';
+    open STDERR, '>', '/dev/null';
+    exec $valgrind, '--error-exitcode=9', "--log-file=$dir/valgrind.log",
+         $RlTest::Nginx::NGINX, '-p', $dir, '-c', "$dir/nginx.conf";
+});
+ok(wait_until(sub { (http_get($port, '/plain')->{code} // 0) == 200 },
+              timeout => 60, interval => 0.5),
+   'nginx runs under valgrind');
+
+my @want = (
+    ['/limited', 200], ['/limited', 200],
+    ['/reject?c=1', 200], ['/reject?c=1', 429], ['/reject?c=1', 429],
+    ['/both?c=1', 200], ['/both?c=1', 429], ['/both?c=1', 429],
+);
+push @want, map { ['/delay', 200] } 1 .. 8;
+for my $w (@want) {
+    my $t = http_get($port, $w->[0], -timeout => 30);
+    is($t->{code}, $w->[1], "$w->[0]: $w->[1]");
+}
+
+kill 'QUIT', $vg->pid;
+$vg->wait(60);
+open my $log, '<', "$dir/valgrind.log" or die "valgrind.log: $!";
+my $text = do { local $/; <$log> };
+like($text, qr/ERROR SUMMARY: 0 errors/, 'valgrind: no memory errors')
+    or diag join "\n", grep { /Invalid|uninitialised|at 0x|by 0x/ }
+                       (split /\n/, $text)[0 .. 80];
+
+done_testing();
