@@ -29,7 +29,9 @@ struct Entry {
     } stats;
 };
 
-/* Entry 0 catches what does not fit: counted, never shown. */
+/* Entry 0 (kind kFree) catches what does not fit: counted, never
+ * shown (the table keeps every name it ever saw, across reloads, so
+ * renames can fill it; its init logs the first that does not fit). */
 struct Table {
     ngx_uint_t used;
     ngx_uint_t capacity;
@@ -119,7 +121,7 @@ u_char *requests(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
         for (ngx_uint_t j = 0; j < i && !seen; j++) {
             seen = rules[j]->stats == s; /* identical rules share */
         }
-        if (seen) {
+        if (seen || entryOf(s)->kind == kFree) {
             continue;
         }
         Entry *e = entryOf(s);
@@ -140,6 +142,9 @@ u_char *latency(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n) {
                "Round trips to the zone's Redis.");
     for (ngx_uint_t i = 0; i < n; i++) {
         ngx_http_rl_zone_stats_t *s = zones[i]->stats;
+        if (entryOf(s)->kind == kFree) {
+            continue;
+        }
         ngx_atomic_uint_t total = 0;
         for (int b = 0; b <= NGX_HTTP_RL_LATENCY_BUCKETS; b++) {
             total += s->latency[b];
@@ -166,6 +171,9 @@ u_char *perZone(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n,
                 size_t field) {
     p = header(p, name, type, help);
     for (ngx_uint_t i = 0; i < n; i++) {
+        if (entryOf(zones[i]->stats)->kind == kFree) {
+            continue;
+        }
         auto *v = reinterpret_cast<ngx_atomic_t *>(
             reinterpret_cast<u_char *>(zones[i]->stats) + field);
         p = ngx_sprintf(p, "%s", name);
@@ -202,17 +210,33 @@ ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     /* Only the master (or a lone process) runs this, before the workers
      * exist: nobody else touches the table meanwhile. */
     auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
+    bool full = false;
     for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
         Entry *e = find(t, kZone, &zones[i]->name, nullptr);
         zones[i]->stats = &e->stats.zone;
         if (zones[i]->shm_zone != nullptr) {
             zones[i]->stats->up = 1; /* the embedded store is always up */
         }
+        if (e->kind == kFree && !full) {
+            full = true;
+            ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                          "rl_metrics: no room for zone \"%V\" and other "
+                          "new names: not shown (the table keeps every "
+                          "name since nginx started)", &zones[i]->name);
+        }
     }
     auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         Entry *e = find(t, kRule, &rules[i]->zone->name, &rules[i]->name);
         rules[i]->stats = &e->stats.rule;
+        if (e->kind == kFree && !full) {
+            full = true;
+            ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                          "rl_metrics: no room for rule \"%V\" of zone "
+                          "\"%V\" and other new names: not shown (the "
+                          "table keeps every name since nginx started)",
+                          &rules[i]->name, &rules[i]->zone->name);
+        }
     }
     return NGX_OK;
 }

@@ -83,6 +83,7 @@ typedef struct {
     size_t                      size;
     void                       *sh;         /* its shared tree and queue */
     ngx_slab_pool_t            *shpool;
+    ngx_uint_t                  full;       /* this worker logged it */
     u_char                     *file;       /* first reference */
     ngx_uint_t                  line;
 } ngx_http_rl_zone_t;

@@ -11,6 +11,8 @@
 
 #include "ngx.hpp"
 
+#include <algorithm>
+
 #include "clock.hpp"
 #include "core/algorithm.hpp"
 #include "core/reply.hpp"
@@ -34,7 +36,12 @@ struct Node {
 };
 
 constexpr ngx_uint_t kExpirePerRequest = 2;
+/* When the zone is full: the least recently used nodes go, this many at
+ * a time, until the new one fits (a sliding_log node of a large N takes
+ * whole pages, which small nodes free only when all of a page's go), at
+ * most kEvictMax in all */
 constexpr ngx_uint_t kEvictOnFull = 8;
+constexpr ngx_uint_t kEvictMax = 4096;
 
 int64_t *logOf(Node *n) {
     return reinterpret_cast<int64_t *>(reinterpret_cast<u_char *>(n) +
@@ -55,23 +62,97 @@ void freeNode(ngx_http_rl_zone_t *z, Node *n) {
 }
 
 /* Reclaims up to `max` nodes from the cold end: idle ones only, or any
- * (the least recently used) when `force`. */
-void expire(ngx_http_rl_zone_t *z, int64_t now, ngx_uint_t max, bool force,
-            Node **keep, ngx_uint_t nkeep) {
+ * (the least recently used) when `force`. Returns how many went. */
+ngx_uint_t expire(ngx_http_rl_zone_t *z, int64_t now, ngx_uint_t max,
+                  bool force, Node **keep, ngx_uint_t nkeep) {
     auto *sh = static_cast<Shared *>(z->sh);
-    for (ngx_uint_t i = 0; i < max && !ngx_queue_empty(&sh->queue); i++) {
+    ngx_uint_t i = 0;
+    for (; i < max && !ngx_queue_empty(&sh->queue); i++) {
         ngx_queue_t *q = ngx_queue_last(&sh->queue);
         Node *n = ngx_queue_data(q, Node, queue);
         for (ngx_uint_t k = 0; k < nkeep; k++) {
             if (keep[k] == n) {
-                return; /* in use by this request: all older ones went */
+                return i; /* in use by this request: all older ones went */
             }
         }
         if (!force && n->idleAt > now) {
-            return;
+            return i;
         }
         freeNode(z, n);
     }
+    return i;
+}
+
+/* `size` bytes of the zone, making room if it is full (see kEvictMax);
+ * NULL when even that is not enough, logged once until it is again. */
+Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now, Node **keep,
+               ngx_uint_t nkeep) {
+    auto *n = static_cast<Node *>(ngx_slab_alloc_locked(z->shpool, size));
+    for (ngx_uint_t gone = 0; n == nullptr && gone < kEvictMax;) {
+        ngx_uint_t freed = expire(z, now, kEvictOnFull, true, keep, nkeep);
+        if (freed == 0) {
+            break;
+        }
+        gone += freed;
+        n = static_cast<Node *>(ngx_slab_alloc_locked(z->shpool, size));
+    }
+    if (n == nullptr && !z->full) {
+        z->full = 1;
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "rl_zone \"%V\" is full: no room for a state of %uz "
+                      "bytes, even after forgetting the least recently "
+                      "used ones; its requests get the failure policy "
+                      "(size= sets the zone's size)",
+                      &z->name, size);
+    } else if (n != nullptr) {
+        z->full = 0;
+    }
+    return n;
+}
+
+/* A sliding_log node made for another N (a reload changed the rule's
+ * rate, or locations whose rules differ in N alone share the state):
+ * made again with this N's ring, keeping its newest times. NULL when the
+ * zone has no room. */
+Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
+             Node **keep, ngx_uint_t nkeep) {
+    size_t len = old->sn.str.len;
+    size_t size = sizeof(Node) + slots * sizeof(int64_t) + len;
+    /* the old node stays in use (not evicted) while room is made */
+    Node *hold[RL_MAX_RULES + 1];
+    ngx_uint_t nhold = 0;
+    for (; nhold < nkeep && nhold < RL_MAX_RULES; nhold++) {
+        hold[nhold] = keep[nhold];
+    }
+    hold[nhold++] = old;
+    Node *n = allocate(z, size, now, hold, nhold);
+    if (n == nullptr) {
+        return nullptr;
+    }
+    ngx_memzero(n, sizeof(Node));
+    auto was = static_cast<int64_t>(old->slots);
+    int64_t count = was > 0 ? std::clamp<int64_t>(old->state.a, 0, was) : 0;
+    int64_t head = was > 0 ? std::clamp<int64_t>(old->state.b, 0, was - 1)
+                           : 0;
+    int64_t kept = std::min(count, static_cast<int64_t>(slots));
+    for (int64_t i = 0; i < kept; i++) {
+        logOf(n)[i] = logOf(old)[(head + count - kept + i) % was];
+    }
+    n->state = old->state;
+    n->state.a = kept;
+    n->state.b = 0;
+    n->idleAt = old->idleAt;
+    n->slots = static_cast<uint32_t>(slots);
+    u_char *k = reinterpret_cast<u_char *>(logOf(n) + slots);
+    ngx_memcpy(k, old->sn.str.data, len);
+    n->sn.str.len = len;
+    n->sn.str.data = k;
+    n->sn.node.key = old->sn.node.key;
+    freeNode(z, old);
+    auto *sh = static_cast<Shared *>(z->sh);
+    ngx_rbtree_insert(&sh->rbtree, &n->sn.node);
+    ngx_queue_insert_head(&sh->queue, &n->queue);
+    return n;
 }
 
 Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
@@ -86,23 +167,27 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
     ngx_str_t key = {len, text};
     uint32_t hash = ngx_murmur_hash2(text, len);
 
+    size_t slots = rl::logSlots(paramsOf(rule));
     auto *found = reinterpret_cast<Node *>(
         ngx_str_rbtree_lookup(&sh->rbtree, &key, hash));
     if (found != nullptr) {
+        if (found->slots != slots) {
+            for (ngx_uint_t k = 0; k < nkeep; k++) {
+                if (keep[k] == found) {
+                    return nullptr; /* two rules of this request */
+                }
+            }
+            return resize(z, found, slots, now, keep, nkeep);
+        }
         ngx_queue_remove(&found->queue);
         ngx_queue_insert_head(&sh->queue, &found->queue);
         return found;
     }
 
-    size_t slots = rl::logSlots(paramsOf(rule));
     size_t size = sizeof(Node) + slots * sizeof(int64_t) + len;
-    auto *n = static_cast<Node *>(ngx_slab_alloc_locked(z->shpool, size));
+    auto *n = allocate(z, size, now, keep, nkeep);
     if (n == nullptr) {
-        expire(z, now, kEvictOnFull, true, keep, nkeep);
-        n = static_cast<Node *>(ngx_slab_alloc_locked(z->shpool, size));
-        if (n == nullptr) {
-            return nullptr;
-        }
+        return nullptr;
     }
     ngx_memzero(n, sizeof(Node));
     n->slots = static_cast<uint32_t>(slots);
