@@ -356,6 +356,7 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
 void Link::recovered() {
     if (down_) {
         down_ = false;
+        setUp(1);   /* a reply after a timeout: no reconnect says so */
         ngx_log_error(NGX_LOG_NOTICE, log_, 0,
                       "rl_zone \"%V\": redis %V is available again",
                       &zone_->name, &zone_->addr);

@@ -609,6 +609,48 @@ CONF
     $ng->stop;
 }
 
+# A Redis that answers late (past timeout=, before connect_timeout=)
+# keeps its connection: the late reply says it is up again
+$r->cli('FLUSHALL');
+{
+    my $ng = start_nginx(redis => $r, config => <<'CONF');
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=100ms
+            connect_timeout=10s;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /t {
+            rl_rule zone=main key=k rate=1000r/h name=big;
+            empty_gif;
+        }
+        location = /metrics {
+            rl_metrics;
+        }
+    }
+CONF
+    my $port = $ng->port;
+    ok(wait_until(sub {
+        (http_get($port, '/t')->{headers}{'x-rl-status'} // '') eq 'PASSED'
+    }, timeout => 5, interval => 0.05), 'late replies: Redis answers');
+    my $p0 = scrape($port, 'late replies, before');
+    $r->kill('STOP');
+    my $res = http_get($port, '/t');
+    is($res->{headers}{'x-rl-status'}, 'ERROR', 'Redis stopped: ERROR');
+    my $p1 = scrape($port, 'late replies, stopped');
+    is(val($p1, 'rl_store_up', zone => 'main'), 0, 'rl_store_up 0');
+    $r->kill('CONT');
+    ok(wait_until(sub {
+        (http_get($port, '/t')->{headers}{'x-rl-status'} // '') eq 'PASSED'
+    }, timeout => 5, interval => 0.05), 'Redis goes on: decisions resume');
+    my $p2 = scrape($port, 'late replies, after');
+    is(val($p2, 'rl_store_up', zone => 'main'), 1,
+       'rl_store_up 1 again, with the same connection');
+    is(val($p2, 'rl_store_reconnects_total', zone => 'main'),
+       val($p0, 'rl_store_reconnects_total', zone => 'main'),
+       'no reconnection');
+    $ng->stop;
+}
+
 $r->stop;
 
 run_tests();
