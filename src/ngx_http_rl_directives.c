@@ -92,6 +92,15 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    /* AUTH takes a user only with a password: alone, it would be
+     * dropped, and the connection would run as the default user */
+    if (z->username.len && z->password.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"username=%V\" needs \"password\"",
+                           &z->username);
+        return NGX_CONF_ERROR;
+    }
+
     if (z->prefix.data == NULL) {
         ngx_str_set(&z->prefix, "rl:");
     }
@@ -320,7 +329,7 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     char                     *rv;
     ngx_str_t                *value;
     ngx_uint_t                i;
-    ngx_http_rl_rule_t       *rule, **rp;
+    ngx_http_rl_rule_t       *rule, *other, **rp;
     ngx_http_rl_rule_args_t   ra;
     ngx_http_rl_main_conf_t  *rmcf;
 
@@ -373,7 +382,27 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
-    return ngx_http_rl_rule_finish(cf, rule, &ra);
+    rv = ngx_http_rl_rule_finish(cf, rule, &ra);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    /* two rules of one place on one state would count each request
+     * twice in it */
+    other = lcf->rules->elts;
+
+    for (i = 0; i + 1 < lcf->rules->nelts; i++) {
+        if (ngx_memcmp(other[i].id, rule->id, RL_RULE_ID_LEN) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"rl_rule\" shares its state with the one "
+                               "in %s:%ui (same zone, name, algorithm, "
+                               "window and key): give one of them another "
+                               "\"name=\"", other[i].file, other[i].line);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
 }
 
 
@@ -381,6 +410,7 @@ static char *
 ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value, ngx_http_rl_rule_args_t *ra)
 {
+    size_t                             i;
     ngx_str_t                          s;
     ngx_http_compile_complex_value_t   ccv;
 
@@ -439,6 +469,16 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid name \"%V\"", value);
             return NGX_CONF_ERROR;
+        }
+
+        /* it goes into headers, metrics labels and logs as it is */
+        for (i = 0; i < rule->name.len; i++) {
+            if (rule->name.data[i] < 0x20 || rule->name.data[i] > 0x7e) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid name \"%V\": printable ASCII "
+                                   "characters only", value);
+                return NGX_CONF_ERROR;
+            }
         }
 
         return NGX_CONF_OK;
@@ -540,6 +580,7 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     int          alg;
     char        *rv;
     size_t       len;
+    ngx_str_t    named;
     const char  *name;
 
     if (rule->zone == NULL) {
@@ -596,6 +637,11 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return rv;
     }
 
+    /* The state's identity has the name given, or none: a rule named by
+     * its rate (the default) keeps its state when N changes, as one
+     * with a name= does (the window is in the identity) */
+    named = rule->name;
+
     if (rule->name.len == 0) {
         rule->name = ra->rate;
     }
@@ -603,7 +649,7 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     name = rl_algorithm_name(alg, &len);
 
     if (rl_rule_id((char *) rule->zone->name.data, rule->zone->name.len,
-                   (char *) rule->name.data, rule->name.len, name, len,
+                   (char *) named.data, named.len, name, len,
                    rule->window_us, (char *) rule->key.value.data,
                    rule->key.value.len, rule->id)
         != 0)

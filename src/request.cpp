@@ -420,8 +420,11 @@ void finish(ngx_http_rl_ctx_t *ctx) {
         ctx->rc = ctx->lcf->status_code;
         logDecision(ctx, ctx->binding, "request rejected", level);
     } else if (error) {
+        /* what the other zones said is not the request's decision: no
+         * headers, no variables (and their counts are given back) */
         ctx->status = NGX_HTTP_RL_STATUS_ERROR;
         ctx->rc = closed ? ctx->lcf->status_code : NGX_DECLINED;
+        ctx->binding = -1;
     } else {
         ctx->status = ctx->ngroups ? NGX_HTTP_RL_STATUS_PASSED
                                    : NGX_HTTP_RL_STATUS_NONE;

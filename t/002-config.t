@@ -280,3 +280,57 @@ rl_rule zone=main key=$binary_remote_addr rate=100r/s;
 rl_rule zone=main key=$arg_k rate=100r/s;
 location /t { empty_gif; }
 --- syntax_only
+
+
+
+=== TEST 24: a name with a control character (it goes into headers as it is)
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/m "name=x\r\nX-Injected: yes";
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid name "name=x.*printable ASCII characters only in \S+nginx\.conf:\d+/s]
+
+
+
+=== TEST 25: two rules of one place on one state
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=$remote_addr rate=10r/m name=api;
+    rl_rule zone=main key=$remote_addr rate=100r/m name=api;
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* "rl_rule" shares its state with the one in \S+nginx\.conf:\d+ \(same zone, name, algorithm, window and key\): give one of them another "name=" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 26: rules by their rates alone differ in their windows
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=$remote_addr rate=10r/s;
+    rl_rule zone=main key=$remote_addr rate=100r/m;
+    rl_rule zone=main key=$remote_addr rate=1000r/h algorithm=gcra;
+    empty_gif;
+}
+--- syntax_only
+
+
+
+=== TEST 27: a username without a password
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort username=app;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* "username=app" needs "password" in \S+nginx\.conf:\d+/]

@@ -511,3 +511,31 @@ rl_headers draft;
 rl_headers off;
 location /t { rl_headers on; rl_rule zone=main key=k rate=1r/h; empty_gif; }
 --- syntax_only
+
+
+
+=== TEST 18: one zone failed, another decided: still no figures (ERROR), nothing counted
+--- http_config
+rl_zone local size=1m;
+rl_zone gone redis=127.0.0.1:1 connect_timeout=200ms timeout=200ms failure=closed;
+--- config
+add_header X-RL-Status $rl_status always;
+add_header X-RL-Remaining "$rl_remaining" always;
+location /t {
+    rl_headers draft;
+    rl_rule zone=local key=k rate=5r/h name=local;
+    rl_rule zone=gone key=k rate=5r/h name=gone;
+    empty_gif;
+}
+location /local {
+    rl_rule zone=local key=k rate=5r/h name=local;
+    empty_gif;
+}
+--- request eval
+["GET /t", "GET /t", "GET /local"]
+--- error_code eval
+[429, 429, 200]
+--- response_headers eval
+["X-RL-Status: ERROR\n!X-RL-Remaining\n!X-RateLimit-Limit\n!X-RateLimit-Remaining\n!Retry-After\n!RateLimit\n!RateLimit-Policy",
+ "X-RL-Status: ERROR\n!X-RL-Remaining\n!X-RateLimit-Limit\n!X-RateLimit-Remaining\n!Retry-After\n!RateLimit\n!RateLimit-Policy",
+ "X-RL-Status: PASSED\nX-RateLimit-Remaining: 4"]
