@@ -8,12 +8,6 @@ use lib 't/lib';
 use RlTest;
 use Test::More;
 
-sub evalsha_calls {
-    my ($r) = @_;
-    my ($calls) = $r->cli('INFO', 'commandstats')
-        =~ /cmdstat_evalsha:calls=(\d+)/;
-    return $calls // 0;
-}
 
 sub hits {
     my ($port) = @_;
@@ -58,11 +52,11 @@ is(http_get($port, '/one?k=a')->{code}, 200, 'first passes');
 is(http_get($port, '/one?k=a')->{code}, 200, 'second passes');
 my $first = http_get($port, '/one?k=a');
 is($first->{code}, 429, 'third: Redis rejects');
-my $before = evalsha_calls($r);
+my $before = $r->calls('evalsha');
 my $hits = hits($port);
 my @codes = http_parallel($port, [ ('/one?k=a') x 40 ], concurrency => 8);
 is(scalar(grep { $_ == 429 } @codes), 40, 'the flood is rejected');
-is(evalsha_calls($r), $before, 'and Redis got no call for it');
+is($r->calls('evalsha'), $before, 'and Redis got no call for it');
 is(hits($port) - $hits, 40, 'every one a deny-cache hit (both workers)');
 
 my $res = http_get($port, '/one?k=a');
@@ -79,10 +73,10 @@ my $long = 'v' x 100;
 is(http_get($port, "/one?k=${long}1")->{code}, 200, 'a long key passes')
     for 1 .. 2;
 is(http_get($port, "/one?k=${long}1")->{code}, 429, 'then Redis rejects it');
-$before = evalsha_calls($r);
+$before = $r->calls('evalsha');
 @codes = http_parallel($port, [ ("/one?k=${long}1") x 10 ], concurrency => 4);
 is(scalar(grep { $_ == 429 } @codes), 10, 'its flood is rejected');
-is(evalsha_calls($r), $before, 'from the cache');
+is($r->calls('evalsha'), $before, 'from the cache');
 is(http_get($port, "/one?k=${long}2")->{code}, 200,
    'a long key that differs only past byte 64 still asks Redis');
 is(http_get($port, '/one?k=' . ('v' x 64))->{code}, 200,
@@ -96,17 +90,17 @@ ok(wait_until(sub { http_get($port, '/short?k=s')->{code} == 200 },
 
 # ------------------------------------------------- never for a dry-run rule
 http_get($port, '/dry?k=d') for 1 .. 2;
-$before = evalsha_calls($r);
+$before = $r->calls('evalsha');
 $res = http_get($port, '/dry?k=d');
 is($res->{code}, 429, 'the enforced rule rejects');
-is(evalsha_calls($r), $before, 'answered from the cache');
+is($r->calls('evalsha'), $before, 'answered from the cache');
 
 # --------------------------------------------- never for a variable cost
 is(http_get($port, '/cost?k=c&c=3')->{code}, 200, 'cost 3 of 3 passes');
 is(http_get($port, '/cost?k=c&c=2')->{code}, 429, 'cost 2 rejected');
-$before = evalsha_calls($r);
+$before = $r->calls('evalsha');
 http_get($port, '/cost?k=c&c=2');
-ok(evalsha_calls($r) > $before, 'a variable cost always asks Redis');
+ok($r->calls('evalsha') > $before, 'a variable cost always asks Redis');
 
 # ------------------------------------ a reload that changes the rule forgets
 $conf =~ s{rate=2r/h algorithm=fixed_window}{rate=10r/h algorithm=fixed_window};

@@ -10,12 +10,6 @@ use Test::More;
 use IO::Socket::IP;
 use Socket qw(SOL_SOCKET SO_RCVTIMEO);
 
-sub evalsha_calls {
-    my ($r) = @_;
-    my ($calls) = $r->cli('INFO', 'commandstats')
-        =~ /cmdstat_evalsha:calls=(\d+)/;
-    return $calls // 0;
-}
 
 my $r = start_redis();
 my $ng = start_nginx(redis => $r, workers => 1, config => <<'CONF');
@@ -90,12 +84,12 @@ for my $i (0 .. $#socks) {
 sub at_once {
     my (@paths) = @_;
     my ($worker) = $ng->worker_pids;
-    my $before = evalsha_calls($r);
+    my $before = $r->calls('evalsha');
     kill 'STOP', $worker;
     syswrite $socks[$_], request($paths[$_]) for 0 .. $#paths;
     kill 'CONT', $worker;
     my @codes = map { response($socks[$_]) } 0 .. $#paths;
-    return (\@codes, evalsha_calls($r) - $before);
+    return (\@codes, $r->calls('evalsha') - $before);
 }
 
 my ($codes, $calls) = at_once(map { "/many?k=c$_" } 1 .. $requests);

@@ -551,14 +551,18 @@ CONF
 
 # ------------------------------------------------------------ store events
 
-$r->cli('FLUSHALL');
-{
-    my $ng = start_nginx(redis => $r, config => <<'CONF');
-    rl_zone main redis=127.0.0.1:$RedisPort timeout=100ms
-            connect_timeout=300ms;
+# One rule on a Redis zone of timeout=100ms and this connect_timeout=,
+# and the metrics, once a request got its decision (a stalled host may
+# time the first out: poll).
+sub store_nginx {
+    my ($connect_timeout, $tag) = @_;
+    $r->cli('FLUSHALL');
+    my $ng = start_nginx(redis => $r, config => <<"CONF");
+    rl_zone main redis=127.0.0.1:\$RedisPort timeout=100ms
+            connect_timeout=$connect_timeout;
     server {
-        listen 127.0.0.1:$ServerPort;
-        add_header X-RL-Status $rl_status always;
+        listen 127.0.0.1:\$ServerPort;
+        add_header X-RL-Status \$rl_status always;
         location /t {
             rl_rule zone=main key=k rate=1000r/h name=big;
             empty_gif;
@@ -569,10 +573,14 @@ $r->cli('FLUSHALL');
     }
 CONF
     my $port = $ng->port;
-    # a stalled host may time the first request out: poll
     ok(wait_until(sub {
         (http_get($port, '/t')->{headers}{'x-rl-status'} // '') eq 'PASSED'
-    }, timeout => 5, interval => 0.05), 'store events: Redis answers');
+    }, timeout => 5, interval => 0.05), "$tag: Redis answers");
+    return ($ng, $port);
+}
+
+{
+    my ($ng, $port) = store_nginx('300ms', 'store events');
     my $p0 = scrape($port, 'store events, before');
     is(val($p0, 'rl_store_up', zone => 'main'), 1, 'rl_store_up 1');
 
@@ -608,27 +616,8 @@ CONF
 
 # A Redis that answers late (past timeout=, before connect_timeout=)
 # keeps its connection: the late reply says it is up again
-$r->cli('FLUSHALL');
 {
-    my $ng = start_nginx(redis => $r, config => <<'CONF');
-    rl_zone main redis=127.0.0.1:$RedisPort timeout=100ms
-            connect_timeout=10s;
-    server {
-        listen 127.0.0.1:$ServerPort;
-        add_header X-RL-Status $rl_status always;
-        location /t {
-            rl_rule zone=main key=k rate=1000r/h name=big;
-            empty_gif;
-        }
-        location = /metrics {
-            rl_metrics;
-        }
-    }
-CONF
-    my $port = $ng->port;
-    ok(wait_until(sub {
-        (http_get($port, '/t')->{headers}{'x-rl-status'} // '') eq 'PASSED'
-    }, timeout => 5, interval => 0.05), 'late replies: Redis answers');
+    my ($ng, $port) = store_nginx('10s', 'late replies');
     my $p0 = scrape($port, 'late replies, before');
     $r->kill('STOP');
     my $res = http_get($port, '/t');

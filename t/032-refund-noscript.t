@@ -34,19 +34,14 @@ my $ng = start_nginx(redis => $rx, workers => 1, config => <<"CONF");
 CONF
 my $port = $ng->port;
 
-sub evalsha_calls {
-    my ($r) = @_;
-    my ($n) = $r->cli('INFO', 'commandstats') =~ /^cmdstat_evalsha:calls=(\d+)/m;
-    return $n // 0;
-}
 
 my $first = http_get($port, '/both?c=1');
 is($first->{code}, 200, 'the first request passes both zones');
 
 $ry->kill('STOP');
-my $calls = evalsha_calls($rx);
+my $calls = $rx->calls('evalsha');
 my $conn = http_start($port, '/both?c=1');
-ok(wait_until(sub { evalsha_calls($rx) > $calls }, timeout => 5),
+ok(wait_until(sub { $rx->calls('evalsha') > $calls }, timeout => 5),
    'x decided the second request');
 $rx->cli('SCRIPT', 'FLUSH');
 $ry->kill('CONT');

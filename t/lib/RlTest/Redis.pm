@@ -7,6 +7,7 @@ package RlTest::Redis;
 #   $r->port; $r->sock; $r->pid; $r->dir;
 #   $r->cli('CLIENT', 'LIST');        # redis-cli output, chomped
 #   $r->client_count('ngx_rl');       # CLIENT LIST lines with name=ngx_rl
+#   $r->calls('evalsha');             # that command's calls (commandstats)
 #   $r->kill('STOP'); $r->kill('CONT'); $r->kill('KILL');
 #   $r->restart;                      # same port, same socket, empty data
 #   $r->stop;
@@ -116,6 +117,13 @@ sub cli {
     close $fh;
     $out =~ s/\n\z//;
     return $out;
+}
+
+sub calls {
+    my ($self, $command) = @_;
+    my ($n) = $self->cli('INFO', 'commandstats')
+        =~ /^cmdstat_\Q$command\E:calls=(\d+)/m;
+    return $n // 0;
 }
 
 sub client_count {
