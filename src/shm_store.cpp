@@ -116,9 +116,13 @@ Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now, Node **keep,
  * zone has no room. */
 Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
              Node **keep, ngx_uint_t nkeep) {
+    auto *sh = static_cast<Shared *>(z->sh);
     size_t len = old->sn.str.len;
     size_t size = sizeof(Node) + slots * sizeof(int64_t) + len;
-    /* the old node stays in use (not evicted) while room is made */
+    /* the old node is in use: the most recently used, and kept while
+     * room is made (expire() stops at the first node it must keep) */
+    ngx_queue_remove(&old->queue);
+    ngx_queue_insert_head(&sh->queue, &old->queue);
     Node *hold[RL_MAX_RULES + 1];
     ngx_uint_t nhold = 0;
     for (; nhold < nkeep && nhold < RL_MAX_RULES; nhold++) {
@@ -149,7 +153,6 @@ Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
     n->sn.str.data = k;
     n->sn.node.key = old->sn.node.key;
     freeNode(z, old);
-    auto *sh = static_cast<Shared *>(z->sh);
     ngx_rbtree_insert(&sh->rbtree, &n->sn.node);
     ngx_queue_insert_head(&sh->queue, &n->queue);
     return n;
