@@ -1,6 +1,7 @@
 # The module under valgrind's memcheck: nginx in one process (no master)
 # serves the paths where a request waits and comes back (a decision from
-# Redis, a 429, a delay=, a refund to another zone), then exits; valgrind
+# Redis, a 429, a delay=, a refund to another zone) and an embedded
+# sliding_log state shared by rules of two N, then exits; valgrind
 # must report no invalid read or write and no use of uninitialised
 # memory. (A parked request's phases can finish it and free its pool:
 # what runs after them must not touch it.)
@@ -35,6 +36,7 @@ http {
     access_log off;
     rl_zone x redis=127.0.0.1:$xport timeout=30s;
     rl_zone y redis=127.0.0.1:$yport timeout=30s;
+    rl_zone e size=1m;
     server {
         listen 127.0.0.1:$port;
         location /plain { empty_gif; }
@@ -48,6 +50,14 @@ http {
         }
         location /delay {
             rl_rule zone=x key=d rate=20r/s algorithm=gcra burst=5 delay=1;
+            empty_gif;
+        }
+        location /log3 {
+            rl_rule zone=e key=k rate=3r/h algorithm=sliding_log name=log;
+            empty_gif;
+        }
+        location /log50 {
+            rl_rule zone=e key=k rate=50r/h algorithm=sliding_log name=log;
             empty_gif;
         }
         location /both {
@@ -76,6 +86,9 @@ my @want = (
     ['/both?c=1', 200], ['/both?c=1', 429], ['/both?c=1', 429],
 );
 push @want, map { ['/delay', 200] } 1 .. 8;
+# one state, two N: its ring is made again at each change of N
+push @want, ['/log3', 200], ['/log50', 200], ['/log50', 200],
+            ['/log3', 429], ['/log50', 200], ['/log3', 429];
 for my $w (@want) {
     my $t = http_get($port, $w->[0], -timeout => 30);
     is($t->{code}, $w->[1], "$w->[0]: $w->[1]");
