@@ -20,7 +20,8 @@
 -- request packs and unpacks no state (a struct.pack and a struct.unpack
 -- cost more than its algorithm); a call of distinct keys keeps strings.
 -- The two are told apart by their length (#): a table's is 2 or 3, a
--- state's 16 or 24 (a shorter foreign value indexes as nils: no state).
+-- state's 16 or 24 (a foreign value shorter than 4 bytes is kept as
+-- false, no state; a longer one is no state for get()).
 -- nil outside a decision call (a refund reads and writes Redis
 -- directly).
 local STATE
@@ -32,6 +33,9 @@ local function get(key, bytes)
         v = STATE[key]
         if v == nil then
             v = redis.call('GET', key)
+            if v and #v < 4 then
+                v = false   -- a foreign value: no state (not a table)
+            end
             STATE[key] = v
         elseif v and #v < 4 then
             return v[1], v[2], v[3]

@@ -917,6 +917,34 @@ TEST_F(LuaScript, BatchOnOneKeyKeepsTheLastWritesTtl) {
     EXPECT_LE(ttl, 401);
 }
 
+/* A key holding what the script never writes is no state, whatever its
+ * length: a value of 0 to 3 bytes once failed every call on the key (it
+ * was taken for the call's own table of numbers). */
+TEST_F(LuaScript, ForeignValuesAreNoState) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    Rule f = fixed("10.0.0.5", 2, kDay);
+    for (const std::string& v :
+         std::vector<std::string>{"", "x", "abc", "abcd", std::string(40, 'z')}) {
+        command({"SET", f.key, v});
+        std::vector<Request> calls{{{f}, -20}, {{f}, -10}, {{f}, 0}};
+        ReplyPtr r = batch(calls);
+        ASSERT_NE(r, nullptr);
+        ASSERT_EQ(r->type, REDIS_REPLY_STRING)
+            << "value of " << v.size() << " bytes: "
+            << std::string(r->str != nullptr ? r->str : "", r->len);
+        size_t at = 0;
+        std::vector<bool> admitted;
+        for (const Request& q : calls) {
+            Decision d = part(r.get(), at, q);
+            ASSERT_EQ(d.status, ReplyStatus::Ok);
+            admitted.push_back(d.allowed);
+            at += rl::replyBytes(1);
+        }
+        EXPECT_EQ(admitted, (std::vector<bool>{true, true, false}))
+            << "value of " << v.size() << " bytes";
+    }
+}
+
 /* A refund reads every request before it gives anything back: one bad
  * request and nothing is refunded. */
 TEST_F(LuaScript, RefundWithABadRequestGivesNothingBack) {
