@@ -45,6 +45,36 @@ local function units(limit, window)
     return window / a, limit / a
 end
 
+-- read(key) -> t, x, u: a token_bucket's or leaky_bucket's state: its
+-- time, its tokens or level, and the units they are in (w' when
+-- written); u is nil for a state written before it was kept
+local function read(key)
+    local t, x, u = get(key, 24)
+    if t == nil then
+        t, x = get(key, 16)
+    end
+    return t, x, u
+end
+
+-- in_units(x, u, w, up) -> the stored figure x, in units u, in this
+-- rule's units w: after N changed, whole requests, rounded down (tokens)
+-- or up (a level, up = true): what is used is kept, in requests
+-- (src/core/algorithm.cpp inUnits)
+local function in_units(x, u, w, up)
+    if u == nil or u <= 0 or u == w or x <= 0 then
+        return x
+    end
+    local q = x / u
+    q = q - q % 1
+    if q * u > x then
+        q = q - 1               -- the quotient rounded up to a whole one
+    end
+    if up and q * u < x then
+        q = q + 1
+    end
+    return q * w
+end
+
 -- level_figures(level, need, full, k, cost, n, w, burst, delay)
 --   -> ok, left, reset, retry, delay_us
 -- the figures of leaky_bucket and gcra (the same meter) for `level`

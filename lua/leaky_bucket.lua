@@ -6,7 +6,8 @@
 -- Units: g / N us, g = gcd(N, W): a request is w' = W / g units, a
 --   microsecond n' = N / g; capacity K = B + 1 requests, K * w' units.
 --   Every figure is an integer below 2^53 (exactArithmetic()).
--- State (lua/meter.lua): t = last update (us), x = level (units) at t.
+-- State (lua/meter.lua): t = last update (us), x = level (units) at t,
+--   u = the units x is in (w' when written; read(): lua/bucket.lua).
 -- check(key, now_us, limit, window_us, burst, cost, delay)
 --     -> ok, left, reset, retry, delay, the state's TTL in us, the
 --        numbers of the state to write:
@@ -23,8 +24,8 @@
 -- refund(key, then_us, ...): x -= C * w' (not below 0); the TTL shrinks
 --   by as much, the key goes once the meter is empty.
 
--- units(), level_figures(), since(), rewrite(): lua/bucket.lua; get():
--- lua/meter.lua
+-- units(), read(), in_units(), level_figures(), since(), rewrite():
+-- lua/bucket.lua; get(): lua/meter.lua
 
 local M = {}
 
@@ -32,7 +33,10 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
     local k = burst + 1
     local need = cost * w
-    local t, x = get(key, 16)
+    local t, x, u = read(key)
+    if t ~= nil then
+        x = in_units(x, u, w, true)
+    end
     local level = 0
     if t ~= nil and x > 0 then
         local elapsed = math.max(now - t, 0)
@@ -45,15 +49,19 @@ function M.check(key, now, limit, window, burst, cost, delay)
     if ok then
         local at = since(t, now)
         return true, left, reset, 0, wait, reset + at - now,
-               at, level + need
+               at, level + need, w
     end
     return false, left, reset, retry, 0
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
-    local t, x = get(key, 16)
-    if t == nil or x <= 0 then
+    local t, x, u = read(key)
+    if t == nil then
+        return
+    end
+    x = in_units(x, u, w, true)
+    if x <= 0 then
         return
     end
     local after = math.max(x - cost * w, 0)
@@ -61,7 +69,7 @@ function M.refund(key, now, limit, window, burst, cost, delay)
         redis.call('DEL', key)
         return
     end
-    rewrite(key, struct.pack('<dd', t, after),
+    rewrite(key, struct.pack('<ddd', t, after, w),
             math.ceil(x / n) - math.ceil(after / n))
 end
 

@@ -5,7 +5,8 @@
 -- (the capacity), cost C (delay unused).
 -- Units: g / N us, g = gcd(N, W): a token is w' = W / g units, a
 --   microsecond refills n' = N / g; capacity K = B tokens, K * w' units.
--- State (lua/meter.lua): t = last update (us), x = tokens (units) at t;
+-- State (lua/meter.lua): t = last update (us), x = tokens (units) at t,
+--   u = the units x is in (w' when written; read(): lua/bucket.lua);
 --   no key: full.
 -- check(key, now_us, limit, window_us, burst, cost, delay)
 --     -> ok, left, reset, retry, delay, the state's TTL in us, the
@@ -18,13 +19,13 @@
 --          else: retry
 --   retry  ceil((C * w' - tokens) / n'); C > K: ceil(C * w' / n')
 --   delay  0
---   state  x = tokens - C * w', t = max(t, now) (a request decided after
+--   state  x = tokens - C * w', u = w', t = max(t, now) (a request decided after
 --          a later one counts as of that later time: no interval refills
 --          twice); the key lives until the bucket is full.
 -- refund(key, then_us, ...): x += C * w' (up to K * w'); the TTL
 --   shrinks by as much, the key goes once the bucket is full.
 
--- units(), since(), rewrite(): lua/bucket.lua; get(): lua/meter.lua
+-- units(), read(), in_units(), since(), rewrite(): lua/bucket.lua
 
 local M = {}
 
@@ -32,7 +33,10 @@ function M.check(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
     local full = burst * w
     local need = cost * w
-    local t, x = get(key, 16)
+    local t, x, u = read(key)
+    if t ~= nil then
+        x = in_units(x, u, w, false)
+    end
     local tokens = full
     if t ~= nil and t ~= 0 and x < full then
         local elapsed = math.max(now - t, 0)
@@ -52,7 +56,7 @@ function M.check(key, now, limit, window, burst, cost, delay)
         local reset = math.ceil((full - tokens + need) / n)
         local at = since(t, now)
         return true, left, reset, 0, 0, reset + at - now,
-               at, tokens - need
+               at, tokens - need, w
     end
     local retry = math.ceil((need - tokens) / n)
     return false, left, retry, retry, 0
@@ -61,16 +65,17 @@ end
 function M.refund(key, now, limit, window, burst, cost, delay)
     local w, n = units(limit, window)
     local full = burst * w
-    local t, x = get(key, 16)
+    local t, x, u = read(key)
     if t == nil then
         return
     end
+    x = in_units(x, u, w, false)
     local after = math.min(x + cost * w, full)
     if after >= full then
         redis.call('DEL', key)
         return
     end
-    rewrite(key, struct.pack('<dd', t, after),
+    rewrite(key, struct.pack('<ddd', t, after, w),
             math.ceil((full - x) / n) - math.ceil((full - after) / n))
 end
 

@@ -407,6 +407,44 @@ TEST_F(Differential, SixAlgorithmsStacked) {
     ASSERT_GE(got, 0);
 }
 
+/* N changes (a reload), the state stays: the meters read it as whole
+ * requests in the new units (src/core/algorithm.cpp inUnits), both
+ * sides alike; gcra keeps a time. */
+TEST_F(Differential, MetersWhenNChanges) {
+    for (uint64_t from : {100u, 99u, 7u}) {
+        for (uint64_t to : {99u, 100u, 1000u}) {
+            if (from == to) {
+                continue;
+            }
+            std::string tag = std::to_string(from) + "->" +
+                              std::to_string(to) + " ";
+            std::vector<Twin> rules = {
+                twin("n" + std::to_string(from) + "-" + std::to_string(to),
+                     Algorithm::TokenBucket, from, 3600 * kSec, 100),
+                twin("n" + std::to_string(from) + "-" + std::to_string(to),
+                     Algorithm::LeakyBucket, from, kSec, 10, 10),
+                twin("n" + std::to_string(from) + "-" + std::to_string(to),
+                     Algorithm::Gcra, from, kSec, 10, 10)};
+            std::vector<uint64_t> costs = {3, 1, 1};
+            int64_t t = static_cast<int64_t>(windowStart(kDay)) + 11;
+            for (int i = 0; i < 8; i++) {
+                ASSERT_GE(step(rules, costs, t + 997 * i,
+                               tag + "before " + std::to_string(i)),
+                          0);
+            }
+            for (Twin& r : rules) {
+                r.rule.limit = to;
+                r.p.limit = to;
+            }
+            for (int i = 8; i < 20; i++) {
+                ASSERT_GE(step(rules, costs, t + 997 * i,
+                               tag + "after " + std::to_string(i)),
+                          0);
+            }
+        }
+    }
+}
+
 /* 1r/d and 1000000r/s stacked on one key, with shaping. */
 TEST_F(Differential, ExtremeRatesStacked) {
     std::vector<Twin> rules = {

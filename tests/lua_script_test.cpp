@@ -323,10 +323,10 @@ TEST_F(LuaScript, LargeNumbersAreWrittenExactly) {
     /* one request is 13e6 units, one us 7 units */
     EXPECT_EQ(state(b), (std::map<std::string, std::string>{
                                   {"t", "1700000000123457"},
-                                  {"x", "26000000"}}));
+                                  {"x", "26000000"}, {"u", "13000000"}}));
     EXPECT_EQ(state(l), (std::map<std::string, std::string>{
                                   {"t", "1700000000123457"},
-                                  {"x", "13000000"}}));
+                                  {"x", "13000000"}, {"u", "13000000"}}));
     /* TAT = t + 13e6 / 7 us = t + 1857142 us + 6 units */
     EXPECT_EQ(state(g), (std::map<std::string, std::string>{
                                   {"t", "1700000001980599"}, {"f", "6"}}));
@@ -943,6 +943,30 @@ TEST_F(LuaScript, ForeignValuesAreNoState) {
         EXPECT_EQ(admitted, (std::vector<bool>{true, true, false}))
             << "value of " << v.size() << " bytes";
     }
+}
+
+/* SPEC: changing N keeps current usage. A meter's tokens or level are
+ * in units that depend on N; the state keeps them, and a rule of
+ * another N reads them as whole requests (before, 100r/h -> 99r/h read
+ * 50 tokens as 4). */
+TEST_F(LuaScript, MetersKeepUsageWhenNChanges) {
+    uint64_t t = windowStart(kDay) + 5;
+    Rule b = token("10.0.0.4", 100, 3600 * kSec, 100);
+    b.cost = 50;
+    ASSERT_TRUE(decide({b}, t).allowed);
+    b = token("10.0.0.4", 99, 3600 * kSec, 99);
+    Decision d = decide({b}, t);
+    ASSERT_TRUE(d.allowed) << describe(d);
+    EXPECT_EQ(d.out[0].remaining, 49); /* 50 left, less this one's 1 */
+
+    Rule l = leaky("10.0.0.4", 101, kSec, 10, 10);
+    for (int i = 0; i < 5; i++) {
+        ASSERT_TRUE(decide({l}, t).allowed);
+    }
+    l = leaky("10.0.0.4", 100, kSec, 10, 10);
+    d = decide({l}, t);
+    ASSERT_TRUE(d.allowed) << describe(d);
+    EXPECT_EQ(d.out[0].remaining, 5);  /* 11 deep, 5 queued, then 1 */
 }
 
 /* A refund reads every request before it gives anything back: one bad

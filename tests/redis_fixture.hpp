@@ -416,8 +416,8 @@ protected:
         static const std::map<std::string, std::vector<std::string>> names{
             {"fixed_window", {"w", "c"}},
             {"sliding_window", {"w", "c", "p"}},
-            {"token_bucket", {"t", "x"}},
-            {"leaky_bucket", {"t", "x"}},
+            {"token_bucket", {"t", "x", "u"}},
+            {"leaky_bucket", {"t", "x", "u"}},
             {"gcra", {"t", "f"}}};
         std::map<std::string, std::string> h;
         const std::vector<std::string>& fields = names.at(rule.algorithm);

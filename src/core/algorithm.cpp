@@ -8,8 +8,9 @@
  *   sliding_log     a = entries in the ring, b = index of the oldest;
  *                   the ring (logSlots() = N entries) holds admission
  *                   times, oldest first, never decreasing
- *   token_bucket    a = last update (us, 0: never: full), b = tokens
- *   leaky_bucket    a = last update (us), b = level
+ *   token_bucket    a = last update (us, 0: never: full), b = tokens,
+ *                   c = the units b is in (w' when written)
+ *   leaky_bucket    a = last update (us), b = level, c = as token_bucket
  *   gcra            a = theoretical arrival time (TAT), whole us,
  *                   b = its fraction, 0 <= b < n' (units)
  *
@@ -28,11 +29,11 @@
  * (rejected, retry until the clock is back past it) and it is identical
  * to leaky_bucket only for clocks that do not go back.
  *
- * A meter's units depend on N: after N changes, its stored level or
- * tokens are read in the new units, so current usage is kept only
- * approximately (exactly by windows and the log, which count requests);
- * figures stay non-negative and the meter settles once drained or
- * refilled. */
+ * A meter's units depend on N: token_bucket and leaky_bucket keep the
+ * units their state is in, and after N changed read it as whole
+ * requests in the new units (inUnits()), so current usage is kept to
+ * within a request. gcra keeps a time, and its fraction of a
+ * microsecond is read in the new units. */
 #include "algorithm.hpp"
 
 #include <algorithm>
@@ -357,6 +358,22 @@ Meter meterOf(const Params& p, int64_t cost) {
     return m;
 }
 
+/* A meter's stored tokens or level in this rule's units: the state
+ * keeps the units it was written in (c = w' then; 0: written before
+ * they were kept, taken as these). After N changed, the figure becomes
+ * whole requests, rounded the safe way (tokens down, a level up), in
+ * the new units: what is used is kept, in requests. */
+int64_t inUnits(const Meter& m, const State& s, int64_t x, bool up) {
+    if (s.c <= 0 || s.c == m.w || x <= 0) {
+        return x;
+    }
+    int64_t q = x / s.c;
+    if (up && q * s.c < x) {
+        q++;
+    }
+    return mulSat(q, m.w);
+}
+
 /* Never admissible (C > capacity): the figure is the time C requests
  * take at the rate. */
 Check meterNever(const Meter& m, int64_t left) {
@@ -392,7 +409,7 @@ Check levelCheck(const Params& p, const Meter& m, int64_t level) {
 
 /* leaky_bucket: the level at now, drained since the last update. */
 int64_t leakyLevel(const Meter& m, const State& s, int64_t now) {
-    int64_t x = s.b;
+    int64_t x = inUnits(m, s, s.b, true);
     int64_t elapsed = std::max<int64_t>(now - s.a, 0);
     if (x <= 0 || elapsed >= ceilDiv(x, m.n)) {
         return 0;
@@ -413,11 +430,13 @@ void leakyCommit(const Params& p, State& s, int64_t cost, int64_t now) {
     Meter m = meterOf(p, cost);
     s.b = leakyLevel(m, s, now) + m.need;
     s.a = std::max(s.a, now);
+    s.c = m.w;
 }
 
 void leakyRefund(const Params& p, State& s, int64_t cost) {
     Meter m = meterOf(p, cost);
-    s.b = std::max<int64_t>(s.b - m.need, 0);
+    s.b = std::max<int64_t>(inUnits(m, s, s.b, true) - m.need, 0);
+    s.c = m.w;
     if (s.b == 0) {
         s = State{}; /* empty: as fresh (the script deletes the key) */
     }
@@ -425,7 +444,8 @@ void leakyRefund(const Params& p, State& s, int64_t cost) {
 
 int64_t leakyIdleAt(const Params& p, const State& s) {
     Meter m = meterOf(p, 0);
-    return s.b > 0 ? s.a + ceilDiv(s.b, m.n) : 0;
+    int64_t x = inUnits(m, s, s.b, true);
+    return x > 0 ? s.a + ceilDiv(x, m.n) : 0;
 }
 
 /* gcra: the queue ahead of now, TAT - now, in units. Past the
@@ -481,14 +501,15 @@ int64_t gcraIdleAt(const State& s) {
 
 /* token_bucket: the tokens at now, refilled since the last update. */
 int64_t tokensAt(const Meter& m, const State& s, int64_t now) {
-    if (s.a == 0 || s.b >= m.full) {
+    int64_t x = inUnits(m, s, s.b, false);
+    if (s.a == 0 || x >= m.full) {
         return m.full;
     }
     int64_t elapsed = std::max<int64_t>(now - s.a, 0);
-    if (elapsed >= ceilDiv(m.full - s.b, m.n)) {
+    if (elapsed >= ceilDiv(m.full - x, m.n)) {
         return m.full;
     }
-    return s.b + elapsed * m.n;
+    return x + elapsed * m.n;
 }
 
 Check tokenCheck(const Params& p, const State& s, int64_t cost,
@@ -515,6 +536,7 @@ void tokenCommit(const Params& p, State& s, int64_t cost, int64_t now) {
     Meter m = meterOf(p, cost);
     s.b = tokensAt(m, s, now) - m.need;
     s.a = std::max(s.a, now); /* as leakyCommit */
+    s.c = m.w;
 }
 
 void tokenRefund(const Params& p, State& s, int64_t cost) {
@@ -522,7 +544,8 @@ void tokenRefund(const Params& p, State& s, int64_t cost) {
         return;
     }
     Meter m = meterOf(p, cost);
-    s.b = std::min(s.b + m.need, m.full);
+    s.b = std::min(inUnits(m, s, s.b, false) + m.need, m.full);
+    s.c = m.w;
     if (s.b == m.full) {
         s = State{}; /* full: as fresh (the script deletes the key) */
     }
@@ -533,7 +556,8 @@ int64_t tokenIdleAt(const Params& p, const State& s) {
         return 0;
     }
     Meter m = meterOf(p, 0);
-    return s.b >= m.full ? s.a : s.a + ceilDiv(m.full - s.b, m.n);
+    int64_t x = inUnits(m, s, s.b, false);
+    return x >= m.full ? s.a : s.a + ceilDiv(m.full - x, m.n);
 }
 
 /* N and W within what the script's doubles hold exactly. */
