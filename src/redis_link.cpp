@@ -28,6 +28,7 @@ constexpr ngx_msec_t kMaxBackoff = 1000;
 void onConnect(const redisAsyncContext *ac, int status) noexcept;
 void onDisconnect(const redisAsyncContext *ac, int status) noexcept;
 void onHandshake(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onNamed(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onScriptLoaded(redisAsyncContext *ac, void *reply,
                     void *data) noexcept;
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
@@ -91,6 +92,7 @@ public:
     void connected(const redisAsyncContext *ac, int status);
     void disconnected(const redisAsyncContext *ac);
     void handshakeReply(redisAsyncContext *ac, redisReply *reply);
+    void named(redisAsyncContext *ac, redisReply *reply);
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
     void replied(Batch *batch, redisReply *reply);
     void refunded(Call *call, const redisReply *reply);
@@ -140,6 +142,7 @@ private:
     bool stalled_ = false;
     bool down_ = false;         /* an incident is open (and was logged) */
     bool replyErrors_ = false;  /* a bad reply logged, none good since */
+    bool nameRefused_ = false;  /* CLIENT SETNAME refused, logged */
     bool exiting_ = false;
     ngx_uint_t attempts_ = 0;
 };
@@ -160,6 +163,10 @@ void onDisconnect(const redisAsyncContext *ac, int) noexcept {
 
 void onHandshake(redisAsyncContext *ac, void *reply, void *) noexcept {
     linkOf(ac)->handshakeReply(ac, static_cast<redisReply *>(reply));
+}
+
+void onNamed(redisAsyncContext *ac, void *reply, void *) noexcept {
+    linkOf(ac)->named(ac, static_cast<redisReply *>(reply));
 }
 
 void onScriptLoaded(redisAsyncContext *ac, void *reply, void *) noexcept {
@@ -260,7 +267,7 @@ void Link::connect() {
     len[1] = 7;
     argv[2] = NGX_HTTP_RL_CLIENT_NAME;
     len[2] = sizeof(NGX_HTTP_RL_CLIENT_NAME) - 1;
-    command(onHandshake, 3, argv, len);
+    command(onNamed, 3, argv, len);
 
     size_t scriptLen;
     argv[0] = "SCRIPT";
@@ -328,6 +335,20 @@ void Link::handshakeReply(redisAsyncContext *ac, redisReply *reply) {
         drop();
         schedule();
     }
+}
+
+/* The connection's name is for CLIENT LIST only: a user without the
+ * CLIENT command (an ACL user, a managed Redis) still decides. */
+void Link::named(redisAsyncContext *ac, redisReply *reply) {
+    if (ac != ac_ || reply == nullptr || reply->type != REDIS_REPLY_ERROR ||
+        nameRefused_) {
+        return;
+    }
+    nameRefused_ = true;
+    ngx_log_error(NGX_LOG_INFO, log_, 0,
+                  "rl_zone \"%V\": redis %V refused CLIENT SETNAME (%s): "
+                  "its connections go unnamed", &zone_->name, &zone_->addr,
+                  reply->str);
 }
 
 void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {

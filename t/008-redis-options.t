@@ -47,6 +47,33 @@ CONF
     $r->stop;
 }
 
+# An ACL user without the CLIENT command (as some managed Redis give):
+# the connection goes unnamed, and decides.
+{
+    my $r = start_redis(password => 's3cret');
+    $r->cli('ACL', 'SETUSER', 'app', 'on', '>apppw', '~*', '+@all',
+            '-client');
+    my $ng = start_nginx(redis => $r, config => <<'CONF');
+    rl_zone acl redis=127.0.0.1:$RedisPort username=app password=apppw timeout=5s;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /acl { rl_rule zone=acl key=k rate=2r/d; empty_gif; }
+    }
+CONF
+    my $ok = wait_until(sub {
+        st(http_get($ng->port, '/acl')) eq '200 PASSED'
+    }, timeout => 5, interval => 0.1);
+    ok($ok, 'an ACL user without CLIENT: decisions');
+    my @s = map { st(http_get($ng->port, '/acl')) } 1 .. 2;
+    is("@s", '200 PASSED 429 REJECTED', 'and the limit holds (2r/d)');
+    like($ng->error_log_text, qr/refused CLIENT SETNAME/,
+         'the refusal is logged (info)');
+    unlike($ng->error_log_text, qr/unavailable/, 'the zone stayed up');
+    $ng->stop;
+    $r->stop;
+}
+
 # ---------------------------------------------------------------- db, prefix
 
 {
