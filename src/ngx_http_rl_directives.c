@@ -44,6 +44,8 @@ static char *ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 static char *ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
 static ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf,
     ngx_str_t *name);
+static ngx_int_t ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t first, ngx_uint_t i);
 
 
 char *
@@ -76,6 +78,10 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     z->declared = 1;
 
     for (i = 2; i < cf->args->nelts; i++) {
+        if (ngx_http_rl_duplicate(cf, value, 2, i) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+
         rv = ngx_http_rl_zone_param(cf, z, &value[i]);
         if (rv != NGX_CONF_OK) {
             return rv;
@@ -376,6 +382,10 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
 
     for (i = 1; i < cf->args->nelts; i++) {
+        if (ngx_http_rl_duplicate(cf, value, 1, i) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
+
         rv = ngx_http_rl_rule_param(cf, rule, &value[i], &ra);
         if (rv != NGX_CONF_OK) {
             return rv;
@@ -815,4 +825,34 @@ ngx_http_rl_find_zone(ngx_conf_t *cf, ngx_str_t *name)
     z->failure = NGX_HTTP_RL_FAILURE_OPEN;
 
     return z;
+}
+
+
+/* A parameter given twice (its name, up to "=", or the whole word):
+ * the last would win silently, so it is an error, as in nginx's own
+ * directives. */
+
+static ngx_int_t
+ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t first,
+    ngx_uint_t i)
+{
+    u_char      *eq;
+    size_t       len;
+    ngx_uint_t   k;
+
+    eq = ngx_strlchr(value[i].data, value[i].data + value[i].len, '=');
+    len = eq ? (size_t) (eq - value[i].data) + 1 : value[i].len;
+
+    for (k = first; k < i; k++) {
+        if (value[k].len >= len
+            && ngx_strncmp(value[k].data, value[i].data, len) == 0
+            && (eq != NULL || value[k].len == len))
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate parameter \"%V\"", &value[i]);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
 }

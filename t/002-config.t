@@ -334,3 +334,36 @@ location /t { empty_gif; }
 --- must_die
 --- error_log eval
 [qr/\[emerg\].* "username=app" needs "password" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 28: a rule parameter given twice
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s rate=50r/s; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* duplicate parameter "rate=50r\/s" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 29: a zone parameter given twice
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort timeout=1s timeout=2s;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* duplicate parameter "timeout=2s" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 30: dry_run twice
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s dry_run dry_run; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* duplicate parameter "dry_run"/]
