@@ -433,9 +433,7 @@ Call *Link::refund(ngx_http_rl_group_t *group, int argc, const char **argv,
 void Link::refunded(Call *call, const redisReply *reply) {
     ngx_http_rl_group_t *group = call->group;
     release(call);
-    bool noScript = reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
-                    reply->len >= 8 &&
-                    ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0;
+    bool noScript = isNoScript(reply);
     if (reply != nullptr && reply->type == REDIS_REPLY_ERROR && !noScript &&
         !replyErrors_)
     {
@@ -535,9 +533,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
         recovered();
     }
 
-    bool noScript = reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
-                    reply->len >= 8 &&
-                    ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0;
+    bool noScript = isNoScript(reply);
     /* Anything but an error or Redis' clock and each call's part is no
      * reply of the script's: its requests get the failure policy. */
     int64_t clock = replyClock(reply);

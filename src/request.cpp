@@ -220,7 +220,8 @@ void count(ngx_http_rl_ctx_t *ctx) {
  * so a rejected request consumes nothing in any rule. The embedded
  * store gives it back at once; the answer to a Redis refund is awaited
  * (settle()), so the client's next request finds nothing counted, on
- * whichever worker and connection it lands. */
+ * whichever worker and connection it lands: g->call is the refund in
+ * flight, which the caller counts in ctx->pending. */
 void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
             bool eval = false) {
     if (g->zone->shm_zone != nullptr) {
@@ -272,9 +273,6 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
     argv[argc - 1] = "refund";
     argvlen[argc - 1] = 6;
     g->call = ngx_http_rl_link_refund(link, g, argc, argv, argvlen);
-    if (g->call != nullptr) {
-        ctx->pending++;
-    }
 }
 
 /* Rules the deny cache can answer for: Redis zones, enforced, of a
@@ -410,6 +408,9 @@ void finish(ngx_http_rl_ctx_t *ctx) {
             ngx_http_rl_group_t *group = &ctx->groups[g];
             if (!group->error && group->allowed && !group->skipped) {
                 refund(ctx, group);
+                if (group->call != nullptr) {
+                    ctx->pending++;
+                }
             }
         }
     }
@@ -737,12 +738,10 @@ void ngx_http_rl_refund_done(ngx_http_rl_group_t *group,
     if (noscript && !group->refund_retried) {
         /* Redis lost the script (SCRIPT FLUSH, a restart, a failover)
          * between the decision and its refund: once more, with its
-         * text; the new call takes over the first one's place in
-         * ctx->pending */
+         * text; the request still waits for it */
         group->refund_retried = 1;
         refund(ctx, group, true);
         if (group->call != nullptr) {
-            ctx->pending--;
             return;
         }
     }

@@ -42,6 +42,12 @@ double doubleAt(const char* bytes, size_t i) {
     return d;
 }
 
+bool isNoScript(const redisReply* reply) {
+    return reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
+           reply->str != nullptr && reply->len >= 8 &&
+           std::memcmp(reply->str, "NOSCRIPT", 8) == 0;
+}
+
 int64_t replyClock(const redisReply* reply) {
     int64_t t;
     if (reply == nullptr || reply->type != REDIS_REPLY_STRING ||
@@ -59,11 +65,7 @@ ReplyStatus decodeFigures(const redisReply* part, size_t rules,
         return ReplyStatus::Malformed;
     }
     if (part->type == REDIS_REPLY_ERROR) {
-        if (part->str != nullptr && part->len >= 8 &&
-            std::memcmp(part->str, "NOSCRIPT", 8) == 0) {
-            return ReplyStatus::NoScript;
-        }
-        return ReplyStatus::Error;
+        return isNoScript(part) ? ReplyStatus::NoScript : ReplyStatus::Error;
     }
     if (part->type != REDIS_REPLY_STRING || part->str == nullptr ||
         part->len != replyBytes(rules)) {

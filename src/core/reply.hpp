@@ -59,6 +59,10 @@ struct RuleAsked {
     bool dryRun;
 };
 
+/* Redis lost the script (SCRIPT FLUSH, a restart, a failover): an error
+ * reply starting "NOSCRIPT"; the call goes again with the script's text. */
+bool isNoScript(const redisReply* reply);
+
 /* Redis' clock, in us, that a call's requests were decided on (each
  * request's time is it minus how long it waited in nginx, the time a
  * refund sends back): the reply's first figure, read by the script for
