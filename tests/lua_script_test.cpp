@@ -37,6 +37,22 @@ protected:
                          const Request& request) {
         return decodePart(reply, at, request.first, request.second);
     }
+
+    /* One batch of these requests and each one's decision, in order: the
+     * reply must be the script's, every part must decode. */
+    void decideBatch(const std::vector<Request>& requests,
+                     std::vector<Decision>* out) {
+        ReplyPtr r = batch(requests);
+        ASSERT_NE(r, nullptr);
+        ASSERT_EQ(r->type, REDIS_REPLY_STRING)
+            << std::string(r->str != nullptr ? r->str : "", r->len);
+        size_t at = 0;
+        for (const Request& q : requests) {
+            out->push_back(part(r.get(), at, q));
+            ASSERT_EQ(out->back().status, ReplyStatus::Ok);
+            at += rl::replyBytes(q.first.size());
+        }
+    }
 };
 
 /* ------------------------------------------------------------------ */
@@ -864,17 +880,8 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
     command({"CONFIG", "RESETSTAT"});
     std::vector<Request> calls{{{s}, -40}, {{s, f}, -30}, {{s}, -20},
                                {{s}, -10}, {{f}, 0}};
-    ReplyPtr r = batch(calls);
-    ASSERT_NE(r, nullptr);
-    ASSERT_EQ(r->type, REDIS_REPLY_STRING)
-        << std::string(r->str != nullptr ? r->str : "", r->len);
     std::vector<Decision> d;
-    size_t at = 0;
-    for (const Request& q : calls) {
-        d.push_back(part(r.get(), at, q));
-        ASSERT_EQ(d.back().status, ReplyStatus::Ok);
-        at += rl::replyBytes(q.first.size());
-    }
+    ASSERT_NO_FATAL_FAILURE(decideBatch(calls, &d));
     EXPECT_TRUE(d[0].allowed && d[1].allowed && d[2].allowed);
     EXPECT_FALSE(d[3].allowed) << describe(d[3]);
     EXPECT_TRUE(d[4].allowed);
@@ -899,16 +906,10 @@ TEST_F(LuaScript, BatchOnOneKeyKeepsTheLastWritesTtl) {
     Rule g = gcra("10.0.0.6", 10, kSec, 5, 5);
     std::vector<Request> calls{{{g}, -40}, {{g}, -30}, {{g}, -20},
                                {{g}, -10}};
-    ReplyPtr r = batch(calls);
-    ASSERT_NE(r, nullptr);
-    ASSERT_EQ(r->type, REDIS_REPLY_STRING)
-        << std::string(r->str != nullptr ? r->str : "", r->len);
-    size_t at = 0;
-    for (const Request& q : calls) {
-        Decision d = part(r.get(), at, q);
-        ASSERT_EQ(d.status, ReplyStatus::Ok);
-        EXPECT_TRUE(d.allowed) << describe(d);
-        at += rl::replyBytes(q.first.size());
+    std::vector<Decision> d;
+    ASSERT_NO_FATAL_FAILURE(decideBatch(calls, &d));
+    for (const Decision& one : d) {
+        EXPECT_TRUE(one.allowed) << describe(one);
     }
     /* the last write: TAT - its time = 0.4 s - 30 us, in ms rounded up,
      * plus 1 ms */
@@ -926,22 +927,15 @@ TEST_F(LuaScript, ForeignValuesAreNoState) {
     for (const std::string& v :
          std::vector<std::string>{"", "x", "abc", "abcd", std::string(40, 'z')}) {
         command({"SET", f.key, v});
+        SCOPED_TRACE("value of " + std::to_string(v.size()) + " bytes");
         std::vector<Request> calls{{{f}, -20}, {{f}, -10}, {{f}, 0}};
-        ReplyPtr r = batch(calls);
-        ASSERT_NE(r, nullptr);
-        ASSERT_EQ(r->type, REDIS_REPLY_STRING)
-            << "value of " << v.size() << " bytes: "
-            << std::string(r->str != nullptr ? r->str : "", r->len);
-        size_t at = 0;
+        std::vector<Decision> d;
+        ASSERT_NO_FATAL_FAILURE(decideBatch(calls, &d));
         std::vector<bool> admitted;
-        for (const Request& q : calls) {
-            Decision d = part(r.get(), at, q);
-            ASSERT_EQ(d.status, ReplyStatus::Ok);
-            admitted.push_back(d.allowed);
-            at += rl::replyBytes(1);
+        for (const Decision& one : d) {
+            admitted.push_back(one.allowed);
         }
-        EXPECT_EQ(admitted, (std::vector<bool>{true, true, false}))
-            << "value of " << v.size() << " bytes";
+        EXPECT_EQ(admitted, (std::vector<bool>{true, true, false}));
     }
 }
 
