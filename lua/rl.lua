@@ -166,9 +166,8 @@ end
 -- a tenth of its instructions, a string for the clock alone a call of
 -- one request 3%)
 local parts = {}
--- a request of stacked rules: rules[3 * i - 2 ...] rule i's key, spec,
--- cost; pending[5 * i - 4 ...] whether rule i admits the request, and
--- what admitting it writes for rule i: the TTL in us, the state
+-- a refund's request: rules[3 * i - 2 ...] rule i's key, spec, cost; a
+-- decision's request of stacked rules: pending[], below
 local rules, pending
 
 STATE = not refunding and {} or nil
@@ -231,8 +230,10 @@ for pass = refunding and 1 or 2, 2 do
             else
                 parts[1] = struct.pack('<dddd', clock, left, reset, retry)
             end
-        else
-            rules, pending = rules or {}, pending or {}
+        elseif refunding then
+            -- a refund: every rule's record read (both passes), then, in
+            -- pass 2, each rule given back what the decision counted
+            rules = rules or {}
             for i = 1, n do
                 if i > 1 then
                     -- a further rule: k s c
@@ -248,50 +249,76 @@ for pass = refunding and 1 or 2, 2 do
                 end
                 rules[3 * i - 2], rules[3 * i - 1], rules[3 * i] = key, v, cost
             end
-            if refunding then
-                for i = 1, pass == 2 and n or 0 do
-                    key, v, cost = rules[3 * i - 2], rules[3 * i - 1],
-                                   rules[3 * i]
-                    v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
+            for i = 1, pass == 2 and n or 0 do
+                key, v, cost = rules[3 * i - 2], rules[3 * i - 1],
+                               rules[3 * i]
+                v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
+            end
+        else
+            -- stacked rules: each checked as its record is read; admitted
+            -- only if every rule that is not a dry run admits it, then
+            -- counted in every rule that admits it. pending[j + 1 ...]:
+            -- what counting it writes for each rule that admits it (its
+            -- key, algorithm, TTL in us, state), nothing written before
+            -- every rule is checked (a bad record after a check is an
+            -- error reply for the whole call, and a decision call writes
+            -- nothing before flush())
+            pending = pending or {}
+            local admitted, m = true, 0
+            for i = 1, n do
+                if i > 1 then
+                    -- a further rule: k s c
+                    k, s, cost, nxt = struct.unpack('<ddd', H, pos)
+                    key, v = KEYS[k], SPECS[s] or spec(s)
+                    if v.err then
+                        return v
+                    end
+                    if key == nil or cost < 0 then
+                        return bad('a rule', pos)
+                    end
+                    pos = nxt
                 end
-            else
-                -- admitted only if every rule that is not a dry run
-                -- admits it, then counted in every rule that admits it
-                local admitted = true
-                for i = 1, n do
-                    key, v, cost = rules[3 * i - 2], rules[3 * i - 1],
-                                   rules[3 * i]
-                    local ok, left, reset, retry, wait, ttl, a, b, c =
-                        v[1].check(key, now, v[2], v[3], v[4], cost, v[5])
-                    if ok then
-                        retry = -wait
-                    else
-                        if retry < 1 then
-                            retry = 1
-                        end
-                        if not v[6] then
-                            admitted = false
-                        end
+                local alg = v[1]
+                local ok, left, reset, retry, wait, ttl, a, b, c =
+                    alg.check(key, now, v[2], v[3], v[4], cost, v[5])
+                if ok then
+                    retry = -wait
+                    if cost > 0 then
+                        pending[m + 1], pending[m + 2], pending[m + 3] =
+                            key, alg, ttl
+                        pending[m + 4], pending[m + 5], pending[m + 6] =
+                            a, b, c
+                        m = m + 6
                     end
-                    if parts[1] then
-                        parts[#parts + 1] = struct.pack('<ddd', left, reset,
-                                                        retry)
-                    else
-                        parts[1] = struct.pack('<dddd', clock, left, reset,
-                                               retry)
+                else
+                    if retry < 1 then
+                        retry = 1
                     end
-                    local j = 5 * i
-                    pending[j - 4], pending[j - 3] = ok, ttl
-                    pending[j - 2], pending[j - 1], pending[j] = a, b, c
+                    if not v[6] then
+                        admitted = false
+                    end
                 end
-                for i = 1, admitted and n or 0 do
-                    local j = 5 * i
-                    cost = rules[3 * i]
-                    if pending[j - 4] and cost > 0 then
-                        write(rules[3 * i - 2], rules[3 * i - 1][1],
-                              pending[j - 3], age, pending[j - 2],
-                              pending[j - 1], pending[j])
+                if parts[1] then
+                    parts[#parts + 1] = struct.pack('<ddd', left, reset, retry)
+                else
+                    parts[1] = struct.pack('<dddd', clock, left, reset, retry)
+                end
+            end
+            for j = 0, admitted and m - 1 or -1, 6 do
+                key = pending[j + 1]
+                local t = STATE[key]
+                if t and #t < 4 then
+                    -- a hot key's third write or later: as in the one-rule
+                    -- path
+                    t[1], t[2], t[3] = pending[j + 4], pending[j + 5],
+                                       pending[j + 6]
+                    local ttl = pending[j + 3]
+                    if ttl then
+                        TTL_US[key] = ttl - age
                     end
+                else
+                    write(key, pending[j + 2], pending[j + 3], age,
+                          pending[j + 4], pending[j + 5], pending[j + 6])
                 end
             end
         end

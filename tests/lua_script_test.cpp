@@ -918,6 +918,36 @@ TEST_F(LuaScript, BatchOnOneKeyKeepsTheLastWritesTtl) {
     EXPECT_LE(ttl, 401);
 }
 
+/* Stacked rules in a batch on one client: each rule's key is read and
+ * written once, and from its third request a rule's numbers are
+ * updated in place (lua/rl.lua), TTL included; a request one rule
+ * rejects counts in none. gcra admits all five (10 r/s, burst 5), the
+ * sliding window four: gcra's TAT is the fourth's, 0.4 s after the
+ * first (0.5 s had the fifth counted, 0.2 s had the third and fourth
+ * writes lost their TTL). */
+TEST_F(LuaScript, BatchOfStackedRulesOnOneClient) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    Rule g = gcra("10.0.0.3", 10, kSec, 5, 5);
+    Rule s = sliding("10.0.0.3", 4, 10 * kSec);
+    command({"CONFIG", "RESETSTAT"});
+    std::vector<Request> calls{{{g, s}, -50}, {{g, s}, -40}, {{g, s}, -30},
+                               {{g, s}, -20}, {{g, s}, -10}};
+    std::vector<Decision> d;
+    ASSERT_NO_FATAL_FAILURE(decideBatch(calls, &d));
+    for (size_t i = 0; i < 4; i++) {
+        EXPECT_TRUE(d[i].allowed) << i << ": " << describe(d[i]);
+    }
+    EXPECT_FALSE(d[4].allowed) << describe(d[4]);
+    EXPECT_EQ(d[4].out[0].retryMs, 0) << describe(d[4]); /* gcra: yes */
+    EXPECT_GT(d[4].out[1].retryMs, 0) << describe(d[4]);
+    EXPECT_EQ(commandCalls("get"), 2);
+    EXPECT_EQ(commandCalls("set"), 2);
+    EXPECT_EQ(state(s).at("c"), "4");
+    long long ttl = pttl(g.key);
+    EXPECT_GT(ttl, 390);
+    EXPECT_LE(ttl, 401);
+}
+
 /* A key holding what the script never writes is no state, whatever its
  * length: a value of 0 to 3 bytes once failed every call on the key (it
  * was taken for the call's own table of numbers). */
