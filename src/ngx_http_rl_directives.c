@@ -590,7 +590,6 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     int          alg;
     char        *rv;
     size_t       len;
-    ngx_str_t    named;
     const char  *name;
 
     if (rule->zone == NULL) {
@@ -647,11 +646,10 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return rv;
     }
 
-    /* The state's identity has the name given, or none: a rule named by
-     * its rate (the default) keeps its state when N changes, as one
-     * with a name= does (the window is in the identity) */
-    named = rule->name;
-
+    /* SPEC: the name (default: the rate as written) is part of the
+     * state's identity, so rules without name= and of other rates never
+     * share state; a rule keeps its usage across a change of N under a
+     * name= */
     if (rule->name.len == 0) {
         rule->name = ra->rate;
     }
@@ -659,7 +657,7 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     name = rl_algorithm_name(alg, &len);
 
     if (rl_rule_id((char *) rule->zone->name.data, rule->zone->name.len,
-                   (char *) named.data, named.len, name, len,
+                   (char *) rule->name.data, rule->name.len, name, len,
                    rule->window_us, (char *) rule->key.value.data,
                    rule->key.value.len, rule->id)
         != 0)
