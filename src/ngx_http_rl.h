@@ -228,6 +228,8 @@ ngx_http_rl_reset_seconds(const ngx_http_rl_ctx_t *ctx)
 /* ngx_http_rl_directives.c */
 char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_rl_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 /* ngx_http_rl_headers.c */
 void ngx_http_rl_header_filter_init(void);

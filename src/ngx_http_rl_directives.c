@@ -854,3 +854,86 @@ ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t first,
 
     return NGX_OK;
 }
+
+
+/* rl_status CODE: 400 to 599; nginx -t names the value and the directive
+ * (nginx's own bounds check names neither) */
+
+char *
+ngx_http_rl_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_int_t    n;
+    ngx_str_t   *value;
+    ngx_uint_t  *np;
+
+    np = (ngx_uint_t *) ((char *) conf + cmd->offset);
+
+    if (*np != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    n = ngx_atoi(value[1].data, value[1].len);
+
+    if (n < 400 || n > 599) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" in \"%V\" directive, "
+                           "it must be a status from 400 to 599",
+                           &value[1], &cmd->name);
+        return NGX_CONF_ERROR;
+    }
+
+    *np = (ngx_uint_t) n;
+
+    return NGX_CONF_OK;
+}
+
+
+/* ngx_conf_set_enum_slot, with an error that names the directive and
+ * what it takes: invalid value "yes" in "rl_headers" directive, it must
+ * be "off", "on" or "draft" */
+
+char *
+ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    u_char           *p, *last;
+    ngx_str_t        *value;
+    ngx_uint_t       *np, i, n;
+    ngx_conf_enum_t  *e;
+    u_char            names[256];
+
+    np = (ngx_uint_t *) ((char *) conf + cmd->offset);
+
+    if (*np != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    e = cmd->post;
+
+    for (i = 0; e[i].name.len != 0; i++) {
+        if (e[i].name.len == value[1].len
+            && ngx_strcasecmp(e[i].name.data, value[1].data) == 0)
+        {
+            *np = e[i].value;
+            return NGX_CONF_OK;
+        }
+    }
+
+    n = i;
+    p = names;
+    last = names + sizeof(names);
+
+    for (i = 0; i < n; i++) {
+        p = ngx_slprintf(p, last, "%s\"%V\"",
+                         i == 0 ? "" : (i + 1 == n ? " or " : ", "),
+                         &e[i].name);
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid value \"%V\" in \"%V\" directive, "
+                       "it must be %*s",
+                       &value[1], &cmd->name, (size_t) (p - names), names);
+
+    return NGX_CONF_ERROR;
+}

@@ -40,11 +40,6 @@ static ngx_int_t ngx_http_rl_init_process(ngx_cycle_t *cycle);
 static void ngx_http_rl_exit_process(ngx_cycle_t *cycle);
 
 
-static ngx_conf_num_bounds_t  ngx_http_rl_status_bounds = {
-    ngx_conf_check_num_bounds, 400, 599
-};
-
-
 static ngx_conf_enum_t  ngx_http_rl_headers_modes[] = {
     { ngx_string("off"), NGX_HTTP_RL_HEADERS_OFF },
     { ngx_string("on"), NGX_HTTP_RL_HEADERS_ON },
@@ -80,14 +75,14 @@ static ngx_command_t  ngx_http_rl_commands[] = {
 
     { ngx_string("rl_status"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_num_slot,
+      ngx_http_rl_status,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_rl_loc_conf_t, status_code),
-      &ngx_http_rl_status_bounds },
+      NULL },
 
     { ngx_string("rl_headers"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_enum_slot,
+      ngx_http_rl_enum,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_rl_loc_conf_t, headers),
       &ngx_http_rl_headers_modes },
@@ -101,7 +96,7 @@ static ngx_command_t  ngx_http_rl_commands[] = {
 
     { ngx_string("rl_log_level"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_enum_slot,
+      ngx_http_rl_enum,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_rl_loc_conf_t, log_level),
       &ngx_http_rl_log_levels },

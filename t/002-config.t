@@ -160,7 +160,7 @@ rl_zone main redis=127.0.0.1:$RedisPort;
 location /t { rl_status 200; empty_gif; }
 --- must_die
 --- error_log
-value must be between 400 and 599
+invalid value "200" in "rl_status" directive, it must be a status from 400 to 599
 
 
 
@@ -172,7 +172,7 @@ rl_status 600;
 location /t { empty_gif; }
 --- must_die
 --- error_log
-value must be between 400 and 599
+invalid value "600" in "rl_status" directive, it must be a status from 400 to 599
 
 
 

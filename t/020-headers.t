@@ -499,7 +499,7 @@ rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 location /t { rl_headers yes; rl_rule zone=main key=k rate=1r/h; empty_gif; }
 --- must_die
 --- error_log
-invalid value "yes"
+invalid value "yes" in "rl_headers" directive, it must be "off", "on" or "draft"
 
 
 

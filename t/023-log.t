@@ -323,7 +323,7 @@ rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
 location /t { rl_log_level debug; rl_rule zone=main key=k rate=1r/h; empty_gif; }
 --- must_die
 --- error_log
-invalid value "debug"
+invalid value "debug" in "rl_log_level" directive, it must be "info", "notice", "warn" or "error"
 
 
 
