@@ -657,14 +657,32 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
         return settle(r, ctx);
     }
 
+    /* the embedded store first: it answers at once, and a request it
+     * rejects costs Redis neither a decision nor a refund */
+    bool rejected = false;
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->zone->shm_zone == nullptr) {
+            continue;
+        }
+        if (ngx_http_rl_shm_decide(group) != NGX_OK) {
+            group->done = 1;
+            group->error = 1;
+        } else if (!group->allowed) {
+            rejected = true;
+        }
+    }
+
     ngx_msec_t timeout = 0;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
         if (group->zone->shm_zone != nullptr) {
-            if (ngx_http_rl_shm_decide(group) != NGX_OK) {
-                group->done = 1;
-                group->error = 1;
-            }
+            continue;
+        }
+        if (rejected) {
+            group->done = 1; /* not asked, as after a deny-cache hit */
+            group->skipped = 1;
+            group->allowed = 1;
             continue;
         }
         ngx_http_rl_link_t *link = linkFor(r, group->zone);

@@ -76,6 +76,15 @@ my $ng = start_nginx(redis => $r, workers => 2, config => <<"CONF");
         add_header X-RL-Status \$rl_status always;
         add_header X-RL-Rule \$rl_rule always;
 $loc
+        location /first {
+            rl_rule zone=e key=\$arg_k rate=1r/h name=local;
+            rl_rule zone=r key=\$arg_k rate=100r/h name=shared;
+            empty_gif;
+        }
+        location /shared {
+            rl_rule zone=r key=\$arg_k rate=100r/h name=shared;
+            empty_gif;
+        }
     }
 CONF
 my $port = $ng->port;
@@ -149,6 +158,21 @@ while (my @batch = splice @todo, 0, 12) {
            "A $a on $STORE{$za}, B $b on $STORE{$zb}: many rejections "
            . "by each rule were exercised (" . ($counts // '') . ")");
     }
+}
+
+# The embedded store decides first: a request it rejects is not sent to
+# Redis at all (neither a decision nor a refund).
+{
+    my $first = http_get($port, '/first?k=emb');
+    is($first->{code}, 200, 'embedded + Redis: the first request passes');
+    my $calls = $r->calls('evalsha') + $r->calls('eval');
+    my @codes = map { http_get($port, '/first?k=emb')->{code} } 1 .. 5;
+    is("@codes", '429 429 429 429 429', 'embedded + Redis: then the '
+       . 'embedded rule rejects');
+    is($r->calls('evalsha') + $r->calls('eval') - $calls, 0,
+       'embedded + Redis: Redis was not asked for the rejected requests');
+    is(http_get($port, '/shared?k=emb')->{headers}{'x-ratelimit-remaining'},
+       98, 'embedded + Redis: the Redis rule counted the first request only');
 }
 
 # No Redis key of the rule B (sliding_log 5r/10s) counts more than the 5
