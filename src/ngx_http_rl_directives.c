@@ -675,7 +675,8 @@ static char *
 ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_http_rl_rule_args_t *ra)
 {
-    int  alg = (int) rule->algorithm;
+    int       alg = (int) rule->algorithm;
+    uint64_t  capacity;
 
     if (ra->burst >= 0 && !rl_algorithm_takes_burst(alg)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -720,6 +721,20 @@ ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 
     if (!rl_algorithm_takes_delay(alg)) {
         rule->delay = 0;
+    }
+
+    /* a constant cost beyond what the rule ever holds would reject every
+     * request, with a Retry-After that never comes true */
+    capacity = !rl_algorithm_takes_burst(alg) ? rule->limit
+               : rl_algorithm_takes_delay(alg) ? rule->burst + 1
+               : rule->burst;
+
+    if (rule->cost_cv == NULL && rule->cost > capacity) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid cost value \"cost=%uL\": the rule "
+                           "holds at most %uL, so no request would ever "
+                           "pass", rule->cost, capacity);
+        return NGX_CONF_ERROR;
     }
 
     if (!rl_algorithm_exact(alg, rule->limit, rule->window_us, rule->burst,

@@ -313,3 +313,44 @@ location /t {
     empty_gif;
 }
 --- syntax_only
+
+
+
+=== TEST 92: a constant cost beyond what the rule holds
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=3r/3s algorithm=fixed_window cost=5;
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid cost value "cost=5": the rule holds at most 3, so no request would ever pass in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 93: a bucket's cost beyond its burst
+--- http_config
+rl_zone main;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=10r/h algorithm=token_bucket burst=4 cost=5;
+    empty_gif;
+}
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid cost value "cost=5": the rule holds at most 4/]
+
+
+
+=== TEST 94: a cost of exactly the capacity (gcra: 1 + burst)
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=1r/h algorithm=gcra burst=9 cost=10;
+    rl_rule zone=main key=k rate=3r/s algorithm=sliding_log cost=3;
+    empty_gif;
+}
+--- syntax_only
