@@ -13,7 +13,7 @@
 
 namespace {
 
-constexpr size_t kLabel = 120;
+constexpr size_t kLabel = NGX_HTTP_RL_MAX_NAME;
 
 enum Kind : uint8_t { kFree = 0, kZone = 1, kRule = 2 };
 

@@ -40,6 +40,10 @@
 #define NGX_HTTP_RL_LATENCY_BUCKETS     10
 
 #define NGX_HTTP_RL_CLIENT_NAME         "ngx_rl"
+
+/* longest zone or rule name: a label of the metrics (src/metrics.cpp),
+ * which keep this many bytes of each */
+#define NGX_HTTP_RL_MAX_NAME            120
 #define NGX_HTTP_RL_MAX_COST            1000000
 #define NGX_HTTP_RL_MAX_LOG             100000
 

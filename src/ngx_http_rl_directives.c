@@ -64,6 +64,13 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (value[1].len > NGX_HTTP_RL_MAX_NAME) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone name \"%V\": at most %d characters",
+                           &value[1], NGX_HTTP_RL_MAX_NAME);
+        return NGX_CONF_ERROR;
+    }
+
     z = ngx_http_rl_find_zone(cf, &value[1]);
     if (z == NULL) {
         return NGX_CONF_ERROR;
@@ -652,6 +659,13 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
      * name= */
     if (rule->name.len == 0) {
         rule->name = ra->rate;
+    }
+
+    if (rule->name.len > NGX_HTTP_RL_MAX_NAME) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid name \"%V\": at most %d characters",
+                           &rule->name, NGX_HTTP_RL_MAX_NAME);
+        return NGX_CONF_ERROR;
     }
 
     name = rl_algorithm_name(alg, &len);

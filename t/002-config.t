@@ -367,3 +367,34 @@ location /t { rl_rule zone=main key=k rate=5r/s dry_run dry_run; empty_gif; }
 --- must_die
 --- error_log eval
 [qr/\[emerg\].* duplicate parameter "dry_run"/]
+
+
+
+=== TEST 31: a zone name longer than 120 characters
+--- http_config
+rl_zone zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz redis=127.0.0.1:$RedisPort;
+--- config
+location /t { empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid zone name "z{121}": at most 120 characters in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 32: a rule name longer than 120 characters
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=1r/s name=nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid name "n{121}": at most 120 characters in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 33: names of 120 characters
+--- http_config
+rl_zone zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz key=k rate=1r/s name=nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn; empty_gif; }
+--- syntax_only
