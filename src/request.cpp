@@ -195,8 +195,10 @@ void count(ngx_http_rl_ctx_t *ctx) {
         for (ngx_uint_t k = 0; k < group->nrules; k++) {
             ngx_uint_t i = group->rules[k];
             ngx_http_rl_rule_t *rule = &rules[i];
-            /* a rule not asked (the deny cache answered for another)
-             * did not reject: passed */
+            /* a rule not asked (the deny cache or an embedded zone
+             * rejected the request for another) did not reject: passed,
+             * as when it is asked and the other rule rejects, so the
+             * counts do not depend on whether the cache answered */
             ngx_uint_t o = NGX_HTTP_RL_PASSED;
             if (group->error) {
                 o = NGX_HTTP_RL_ERROR;
