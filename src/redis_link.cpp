@@ -33,6 +33,7 @@ void onScriptLoaded(redisAsyncContext *ac, void *reply,
                     void *data) noexcept;
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onRefunded(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onProbe(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onFlush(ngx_event_t *ev) noexcept;
 void onReconnectTimer(ngx_event_t *ev) noexcept;
 void onDeadlineTimer(ngx_event_t *ev) noexcept;
@@ -79,8 +80,14 @@ public:
     }
 
     /* Requests may queue behind a first handshake (hiredis buffers
-     * them, SCRIPT LOAD goes first); not while an incident is open. */
-    bool usable() const { return ac_ != nullptr && !down_ && !stalled_; }
+     * them, SCRIPT LOAD goes first), not behind one made while an
+     * incident is open, nor while a call is overdue. Once Redis answered
+     * again, late (a slow Redis), requests go while the incident stays
+     * open: the first reply in time closes it (one incident, not one per
+     * late reply). */
+    bool usable() const {
+        return ac_ != nullptr && !stalled_ && (ready_ || !down_);
+    }
 
     void connect();
     Call *send(ngx_http_rl_group_t *group);
@@ -96,6 +103,7 @@ public:
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
     void replied(Batch *batch, redisReply *reply);
     void refunded(Call *call, const redisReply *reply);
+    void probed(const redisAsyncContext *ac, const redisReply *reply);
     void flush();
     void reconnectDue() { connect(); }
     void deadlinePassed();
@@ -117,6 +125,7 @@ private:
 
     void fail(const char *what, const char *detail);
     void recovered();
+    void probe();
     void setUp(ngx_atomic_uint_t up);
     void drop();
     void schedule();
@@ -144,6 +153,10 @@ private:
     bool replyErrors_ = false;  /* a bad reply logged, none good since */
     bool nameRefused_ = false;  /* CLIENT SETNAME refused, logged */
     bool exiting_ = false;
+    bool lost_ = false;         /* a call died with its connection */
+    bool probing_ = false;      /* a PING is out (probe()) */
+    int64_t probeSentUs_ = 0;
+    ngx_msec_t readyAt_ = 0;    /* when the script was loaded */
     ngx_uint_t attempts_ = 0;
 };
 
@@ -181,6 +194,10 @@ void onReply(redisAsyncContext *, void *reply, void *data) noexcept {
 void onRefunded(redisAsyncContext *, void *reply, void *data) noexcept {
     Call *call = static_cast<Call *>(data);
     call->link->refunded(call, static_cast<redisReply *>(reply));
+}
+
+void onProbe(redisAsyncContext *ac, void *reply, void *) noexcept {
+    linkOf(ac)->probed(ac, static_cast<redisReply *>(reply));
 }
 
 void onFlush(ngx_event_t *ev) noexcept {
@@ -234,6 +251,8 @@ void Link::connect() {
     ac_ = ac;
     ready_ = false;
     stalled_ = false;
+    lost_ = false;
+    probing_ = false;
     redisAsyncSetConnectCallback(ac, onConnect);
     redisAsyncSetDisconnectCallback(ac, onDisconnect);
 
@@ -317,8 +336,25 @@ void Link::disconnected(const redisAsyncContext *ac) {
     if (ac != ac_) {
         return; /* dropped by us */
     }
+    /* Redis closed a connection that had been up a while with nothing
+     * in flight (its `timeout` setting, CLIENT KILL): no request lost
+     * anything, so no incident; connect again at once, requests queue
+     * behind the handshake (an incident opens if that fails) */
+    bool quiet = ready_ && !stalled_ && !lost_ && !down_ &&
+                 ngx_current_msec - readyAt_ >= 1000;
     ac_ = nullptr;
     ready_ = false;
+    if (quiet && !exiting_) {
+        ngx_log_error(NGX_LOG_INFO, log_, 0,
+                      "rl_zone \"%V\": redis %V closed an idle connection "
+                      "(%s): connecting again", &zone_->name, &zone_->addr,
+                      ac->errstr[0] ? ac->errstr : "by peer");
+        if (deadline_.timer_set) {
+            ngx_del_timer(&deadline_);
+        }
+        connect();
+        return;
+    }
     fail("connection closed", ac->errstr[0] ? ac->errstr : "by peer");
     if (deadline_.timer_set) {
         ngx_del_timer(&deadline_);
@@ -342,6 +378,14 @@ void Link::handshakeReply(redisAsyncContext *ac, redisReply *reply) {
 void Link::named(redisAsyncContext *ac, redisReply *reply) {
     if (ac != ac_ || reply == nullptr || reply->type != REDIS_REPLY_ERROR ||
         nameRefused_) {
+        return;
+    }
+    if (ngx_strncmp(reply->str, "NOAUTH", 6) == 0) {
+        /* Redis wants a password= the zone does not give: say so, not
+         * what the rest of the handshake then meets */
+        fail("handshake failed", reply->str);
+        drop();
+        schedule();
         return;
     }
     nameRefused_ = true;
@@ -369,6 +413,7 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     }
     ready_ = true;
     stalled_ = false;
+    readyAt_ = ngx_current_msec;
     backoff_ = kFirstBackoff;
     setUp(1);
     recovered();
@@ -381,6 +426,34 @@ void Link::recovered() {
         ngx_log_error(NGX_LOG_NOTICE, log_, 0,
                       "rl_zone \"%V\": redis %V is available again",
                       &zone_->name, &zone_->addr);
+    }
+}
+
+/* Whether Redis answers within the zone's timeout (after a late reply,
+ * with no request to tell) */
+void Link::probe() {
+    if (probing_ || ac_ == nullptr) {
+        return;
+    }
+    const char *argv[1] = {"PING"};
+    size_t len[1] = {4};
+    probing_ = true;
+    probeSentUs_ = monotonicUs();
+    if (!command(onProbe, 1, argv, len)) {
+        probing_ = false;
+    }
+}
+
+void Link::probed(const redisAsyncContext *ac, const redisReply *reply) {
+    if (ac != ac_) {
+        return;
+    }
+    probing_ = false;
+    if (reply != nullptr && reply->type != REDIS_REPLY_ERROR &&
+        monotonicUs() - probeSentUs_ <=
+            static_cast<int64_t>(zone_->timeout) * 1000)
+    {
+        recovered();
     }
 }
 
@@ -433,6 +506,9 @@ Call *Link::refund(ngx_http_rl_group_t *group, int argc, const char **argv,
 void Link::refunded(Call *call, const redisReply *reply) {
     ngx_http_rl_group_t *group = call->group;
     release(call);
+    if (reply == nullptr) {
+        lost_ = true;
+    }
     bool noScript = isNoScript(reply);
     if (reply != nullptr && reply->type == REDIS_REPLY_ERROR && !noScript &&
         !replyErrors_)
@@ -525,12 +601,25 @@ const char *replyType(int type) {
 }  // namespace
 
 void Link::replied(Batch *batch, redisReply *reply) {
-    if (reply != nullptr && ready_) {
+    if (reply == nullptr) {
+        lost_ = true;
+    } else if (ready_) {
         stalled_ = false;
         if (deadline_.timer_set) {
             ngx_del_timer(&deadline_);
         }
-        recovered();
+        /* a reply in time closes an incident; a late one (every request
+         * of the batch got the policy already) only lets requests go
+         * again, and a PING says whether Redis answers in time now */
+        bool live = false;
+        for (Call *c = batch->first; c != nullptr && !live; c = c->next) {
+            live = c->group != nullptr;
+        }
+        if (live) {
+            recovered();
+        } else if (down_) {
+            probe();
+        }
     }
 
     bool noScript = isNoScript(reply);

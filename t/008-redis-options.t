@@ -43,6 +43,13 @@ CONF
               split /\n/, $ng->error_log_text;
     ok(@err >= 1, 'wrong password logged with zone and redis')
         or diag(join "\n", grep { /badpw/ } split /\n/, $ng->error_log_text);
+    # no password= for a Redis that wants one: the error says so (not what
+    # the rest of the handshake then meets)
+    my @nopw = grep { /\[error\]/ && /"nopw"/ } split /\n/,
+               $ng->error_log_text;
+    like($nopw[0] // '', qr/handshake failed: NOAUTH/,
+         'no password: the error names NOAUTH')
+        or diag(join "\n", @nopw);
     $ng->stop;
     $r->stop;
 }
