@@ -179,6 +179,15 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
         e = static_cast<Entry *>(
             ngx_slab_alloc_locked(pool, sizeof(Entry) + len));
         if (e == nullptr) {
+            /* full of live entries: the oldest go (their keys are asked
+             * of Redis again), said once per worker */
+            static bool logged = false;
+            if (!logged) {
+                logged = true;
+                ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                              "rl: the deny cache is full: the oldest "
+                              "rejected keys go to Redis again");
+            }
             expire(zone, now, kEvictOnFull, true);
             e = static_cast<Entry *>(
                 ngx_slab_alloc_locked(pool, sizeof(Entry) + len));

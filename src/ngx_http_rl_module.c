@@ -15,7 +15,9 @@
 
 
 #define NGX_HTTP_RL_METRICS_SIZE             (512 * 1024)
-#define NGX_HTTP_RL_DENY_SIZE                (1024 * 1024)
+/* about 8,000 rejected keys per MB (an entry and its name take a 128-byte
+ * slab slot): 16 MB hold 130,000; pages are only used as entries come */
+#define NGX_HTTP_RL_DENY_SIZE                (16 * 1024 * 1024)
 
 
 
