@@ -166,9 +166,8 @@ end
 -- a tenth of its instructions, a string for the clock alone a call of
 -- one request 3%)
 local parts = {}
--- a refund's request: rules[3 * i - 2 ...] rule i's key, spec, cost; a
--- decision's request of stacked rules: pending[], below
-local rules, pending
+-- a request of stacked rules, or a refund's: see below
+local pending
 
 STATE = not refunding and {} or nil
 
@@ -230,39 +229,18 @@ for pass = refunding and 1 or 2, 2 do
             else
                 parts[1] = struct.pack('<dddd', clock, left, reset, retry)
             end
-        elseif refunding then
-            -- a refund: every rule's record read (both passes), then, in
-            -- pass 2, each rule given back what the decision counted
-            rules = rules or {}
-            for i = 1, n do
-                if i > 1 then
-                    -- a further rule: k s c
-                    k, s, cost, nxt = struct.unpack('<ddd', H, pos)
-                    key, v = KEYS[k], SPECS[s] or spec(s)
-                    if v.err then
-                        return v
-                    end
-                    if key == nil or cost < 0 then
-                        return bad('a rule', pos)
-                    end
-                    pos = nxt
-                end
-                rules[3 * i - 2], rules[3 * i - 1], rules[3 * i] = key, v, cost
-            end
-            for i = 1, pass == 2 and n or 0 do
-                key, v, cost = rules[3 * i - 2], rules[3 * i - 1],
-                               rules[3 * i]
-                v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
-            end
         else
-            -- stacked rules: each checked as its record is read; admitted
-            -- only if every rule that is not a dry run admits it, then
-            -- counted in every rule that admits it. pending[j + 1 ...]:
-            -- what counting it writes for each rule that admits it (its
-            -- key, algorithm, TTL in us, state), nothing written before
-            -- every rule is checked (a bad record after a check is an
-            -- error reply for the whole call, and a decision call writes
-            -- nothing before flush())
+            -- stacked rules (or a refund): each checked as its record is
+            -- read; admitted only if every rule that is not a dry run
+            -- admits it, then counted in every rule that admits it.
+            -- pending[j + 1 ...]: what counting it writes for each rule
+            -- that admits it (its key, algorithm, TTL in us, state),
+            -- nothing written before every rule is checked (a bad record
+            -- after a check is an error reply for the whole call, and a
+            -- decision call writes nothing before flush()). A refund
+            -- reads every rule (both passes: pending[3 * i - 2 ...] rule
+            -- i's key, spec, cost), then, in pass 2, gives each back
+            -- what the decision counted.
             pending = pending or {}
             local admitted, m = true, 0
             for i = 1, n do
@@ -278,31 +256,46 @@ for pass = refunding and 1 or 2, 2 do
                     end
                     pos = nxt
                 end
-                local alg = v[1]
-                local ok, left, reset, retry, wait, ttl, a, b, c =
-                    alg.check(key, now, v[2], v[3], v[4], cost, v[5])
-                if ok then
-                    retry = -wait
-                    if cost > 0 then
-                        pending[m + 1], pending[m + 2], pending[m + 3] =
-                            key, alg, ttl
-                        pending[m + 4], pending[m + 5], pending[m + 6] =
-                            a, b, c
-                        m = m + 6
-                    end
+                if refunding then
+                    pending[3 * i - 2], pending[3 * i - 1], pending[3 * i] =
+                        key, v, cost
                 else
-                    if retry < 1 then
-                        retry = 1
+                    local alg = v[1]
+                    local ok, left, reset, retry, wait, ttl, a, b, c =
+                        alg.check(key, now, v[2], v[3], v[4], cost, v[5])
+                    if ok then
+                        retry = -wait
+                        if cost > 0 then
+                            pending[m + 1], pending[m + 2], pending[m + 3] =
+                                key, alg, ttl
+                            pending[m + 4], pending[m + 5], pending[m + 6] =
+                                a, b, c
+                            m = m + 6
+                        end
+                    else
+                        if retry < 1 then
+                            retry = 1
+                        end
+                        if not v[6] then
+                            admitted = false
+                        end
                     end
-                    if not v[6] then
-                        admitted = false
+                    if parts[1] then
+                        parts[#parts + 1] = struct.pack('<ddd', left, reset,
+                                                        retry)
+                    else
+                        parts[1] = struct.pack('<dddd', clock, left, reset,
+                                               retry)
                     end
                 end
-                if parts[1] then
-                    parts[#parts + 1] = struct.pack('<ddd', left, reset, retry)
-                else
-                    parts[1] = struct.pack('<dddd', clock, left, reset, retry)
+            end
+            if refunding then
+                for i = 1, pass == 2 and n or 0 do
+                    key, v, cost = pending[3 * i - 2], pending[3 * i - 1],
+                                   pending[3 * i]
+                    v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
                 end
+                admitted = false
             end
             for j = 0, admitted and m - 1 or -1, 6 do
                 key = pending[j + 1]
