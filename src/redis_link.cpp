@@ -24,6 +24,7 @@ namespace {
 
 constexpr ngx_msec_t kFirstBackoff = 50;
 constexpr ngx_msec_t kMaxBackoff = 1000;
+constexpr ngx_msec_t kProbeInterval = 1000;
 
 void onConnect(const redisAsyncContext *ac, int status) noexcept;
 void onDisconnect(const redisAsyncContext *ac, int status) noexcept;
@@ -37,6 +38,7 @@ void onProbe(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onFlush(ngx_event_t *ev) noexcept;
 void onReconnectTimer(ngx_event_t *ev) noexcept;
 void onDeadlineTimer(ngx_event_t *ev) noexcept;
+void onProbeTimer(ngx_event_t *ev) noexcept;
 
 }  // namespace
 
@@ -46,6 +48,7 @@ public:
         initTimer(&reconnect_, onReconnectTimer);
         initTimer(&deadline_, onDeadlineTimer);
         initTimer(&flush_, onFlush);
+        initTimer(&probeTimer_, onProbeTimer);
     }
 
     ~Link() {
@@ -55,6 +58,9 @@ public:
         }
         if (deadline_.timer_set) {
             ngx_del_timer(&deadline_);
+        }
+        if (probeTimer_.timer_set) {
+            ngx_del_timer(&probeTimer_);
         }
         if (flush_.posted) {
             ngx_delete_posted_event(&flush_);
@@ -106,6 +112,11 @@ public:
     void probed(const redisAsyncContext *ac, const redisReply *reply);
     void flush();
     void reconnectDue() { connect(); }
+    void probeDue() {
+        if (down_ && ready_ && !stalled_) {
+            probe();
+        }
+    }
     void deadlinePassed();
 
     void release(Call *c) {
@@ -141,6 +152,7 @@ private:
     ngx_event_t reconnect_;
     ngx_event_t deadline_;
     ngx_event_t flush_;         /* posted while calls are queued */
+    ngx_event_t probeTimer_;    /* the next PING while Redis is slow */
     ngx_msec_t backoff_ = kFirstBackoff;
     CallQueue queue_;
     BatchCommand command_;
@@ -210,6 +222,10 @@ void onReconnectTimer(ngx_event_t *ev) noexcept {
 
 void onDeadlineTimer(ngx_event_t *ev) noexcept {
     static_cast<Link *>(ev->data)->deadlinePassed();
+}
+
+void onProbeTimer(ngx_event_t *ev) noexcept {
+    static_cast<Link *>(ev->data)->probeDue();
 }
 
 }  // namespace
@@ -454,6 +470,12 @@ void Link::probed(const redisAsyncContext *ac, const redisReply *reply) {
             static_cast<int64_t>(zone_->timeout) * 1000)
     {
         recovered();
+        return;
+    }
+    /* still slow: ask again in a second, so a zone without traffic (or
+     * whose requests the deny cache answers) still sees Redis recover */
+    if (reply != nullptr && down_ && !probeTimer_.timer_set && !exiting_) {
+        ngx_add_timer(&probeTimer_, kProbeInterval);
     }
 }
 
@@ -731,6 +753,9 @@ void Link::drop() {
     stalled_ = false;
     if (deadline_.timer_set) {
         ngx_del_timer(&deadline_);
+    }
+    if (probeTimer_.timer_set) {
+        ngx_del_timer(&probeTimer_);
     }
     if (ac != nullptr) {
         /* pending callbacks run now (or when hiredis leaves its own
