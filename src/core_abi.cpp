@@ -86,6 +86,12 @@ int rl_algorithm_exact(int algorithm, uint64_t limit, uint64_t window_us,
     return rl::exactArithmetic(p, max_cost) ? 1 : 0;
 }
 
+uint64_t rl_algorithm_capacity(int algorithm, uint64_t limit,
+                               uint64_t burst) noexcept {
+    rl::Params p{static_cast<rl::Algorithm>(algorithm), limit, 0, burst, 0};
+    return rl::capacity(p);
+}
+
 const char *rl_script_text(size_t *len) noexcept {
     *len = rl::scriptText().size();
     return rl::scriptText().data();

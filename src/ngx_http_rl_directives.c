@@ -739,9 +739,7 @@ ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 
     /* a constant cost beyond what the rule ever holds would reject every
      * request, with a Retry-After that never comes true */
-    capacity = !rl_algorithm_takes_burst(alg) ? rule->limit
-               : rl_algorithm_takes_delay(alg) ? rule->burst + 1
-               : rule->burst;
+    capacity = rl_algorithm_capacity(alg, rule->limit, rule->burst);
 
     if (rule->cost_cv == NULL && rule->cost > capacity) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

@@ -60,6 +60,8 @@ uint64_t rl_algorithm_default_burst(int algorithm, uint64_t limit)
     RL_NOEXCEPT;
 int rl_algorithm_exact(int algorithm, uint64_t limit, uint64_t window_us,
     uint64_t burst, uint64_t delay, uint64_t max_cost) RL_NOEXCEPT;
+uint64_t rl_algorithm_capacity(int algorithm, uint64_t limit,
+    uint64_t burst) RL_NOEXCEPT;
 
 const char *rl_script_text(size_t *len) RL_NOEXCEPT;
 const char *rl_script_sha(void) RL_NOEXCEPT;

@@ -137,6 +137,21 @@ TEST(Algorithm, WhichTakeBurstAndDelay) {
     EXPECT_EQ(rl::defaultBurst(Algorithm::FixedWindow, 100), 0u);
 }
 
+/* What nginx -t holds a constant cost to (and exactArithmetic() counts
+ * with): N, the bucket, or 1 + burst; never wrapping. */
+TEST(Algorithm, Capacity) {
+    auto cap = [](Algorithm a, uint64_t n, uint64_t b) {
+        return rl::capacity(Params{a, n, kSec, b, 0});
+    };
+    EXPECT_EQ(cap(Algorithm::FixedWindow, 3, 0), 3u);
+    EXPECT_EQ(cap(Algorithm::SlidingWindow, 3, 0), 3u);
+    EXPECT_EQ(cap(Algorithm::SlidingLog, 3, 0), 3u);
+    EXPECT_EQ(cap(Algorithm::TokenBucket, 10, 4), 4u);
+    EXPECT_EQ(cap(Algorithm::LeakyBucket, 1, 9), 10u);
+    EXPECT_EQ(cap(Algorithm::Gcra, 1, 0), 1u);
+    EXPECT_EQ(cap(Algorithm::Gcra, 1, UINT64_MAX), UINT64_MAX);
+}
+
 TEST(Algorithm, LogSlotsAreTheLimitForTheLogOnly) {
     for (Algorithm a : kAll) {
         Params p{a, 250, kSec, 0, 0};

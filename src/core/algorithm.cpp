@@ -611,6 +611,16 @@ uint64_t defaultBurst(Algorithm a, uint64_t limit) {
     return a == Algorithm::TokenBucket ? limit : 0;
 }
 
+uint64_t capacity(const Params& p) {
+    if (!takesBurst(p.algorithm)) {
+        return p.limit;
+    }
+    if (p.algorithm == Algorithm::TokenBucket || p.burst == UINT64_MAX) {
+        return p.burst;
+    }
+    return p.burst + 1;
+}
+
 bool exactArithmetic(const Params& p, uint64_t maxCost) {
     if (!valid(p)) {
         return false;
@@ -622,9 +632,8 @@ bool exactArithmetic(const Params& p, uint64_t maxCost) {
     const uint64_t g = gcd(p.limit, p.windowUs);
     const uint64_t w = p.windowUs / g;
     const uint64_t n = p.limit / g;
-    const uint64_t k =
-        p.burst + (p.algorithm == Algorithm::TokenBucket ? 0 : 1);
-    if (k < p.burst || k >= limit || maxCost >= limit || n >= limit) {
+    const uint64_t k = capacity(p);
+    if (k >= limit || maxCost >= limit || n >= limit) {
         return false;
     }
     const uint64_t sum = k + maxCost;

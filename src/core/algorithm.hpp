@@ -54,6 +54,11 @@ struct Params {
 /* Default burst for an algorithm when the rule gives none. */
 uint64_t defaultBurst(Algorithm a, uint64_t limit);
 
+/* The most a rule ever holds, in requests (the largest cost it can
+ * admit): N for the windows and the log, the bucket (burst) for
+ * token_bucket, 1 + burst for leaky_bucket and gcra (saturating). */
+uint64_t capacity(const Params& p);
+
 /* The meters (token_bucket, leaky_bucket, gcra) count in units of
  * g / N microseconds, g = gcd(N, W), so that one request is exactly
  * W / g units; their arithmetic is exact while (capacity + cost) * W / g
