@@ -360,21 +360,18 @@ void Link::disconnected(const redisAsyncContext *ac) {
                  ngx_current_msec - readyAt_ >= 1000;
     ac_ = nullptr;
     ready_ = false;
+    if (deadline_.timer_set) {
+        ngx_del_timer(&deadline_);
+    }
     if (quiet && !exiting_) {
         ngx_log_error(NGX_LOG_INFO, log_, 0,
                       "rl_zone \"%V\": redis %V closed an idle connection "
                       "(%s): connecting again", &zone_->name, &zone_->addr,
                       ac->errstr[0] ? ac->errstr : "by peer");
-        if (deadline_.timer_set) {
-            ngx_del_timer(&deadline_);
-        }
         connect();
         return;
     }
     fail("connection closed", ac->errstr[0] ? ac->errstr : "by peer");
-    if (deadline_.timer_set) {
-        ngx_del_timer(&deadline_);
-    }
     schedule();
 }
 

@@ -291,6 +291,14 @@ ngx_shm_zone_t *denyZone(ngx_http_request_t *r) {
     return rmcf->deny;
 }
 
+/* Another group rejected the request before this one was asked (the
+ * deny cache, an embedded zone): nothing to decide, nothing to refund. */
+void skip(ngx_http_rl_group_t *group) {
+    group->done = 1;
+    group->skipped = 1;
+    group->allowed = 1;
+}
+
 /* A rule Redis rejected this key for lately: the request is rejected at
  * once, and no store is asked (a rejected request consumes nothing). */
 bool denied(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
@@ -322,9 +330,7 @@ bool denied(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
         for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
             ngx_http_rl_group_t *group = &ctx->groups[g];
             if (!group->done) {
-                group->done = 1;
-                group->skipped = 1;
-                group->allowed = 1;
+                skip(group);
             }
         }
     }
@@ -682,9 +688,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
             continue;
         }
         if (rejected) {
-            group->done = 1; /* not asked, as after a deny-cache hit */
-            group->skipped = 1;
-            group->allowed = 1;
+            skip(group);
             continue;
         }
         ngx_http_rl_link_t *link = linkFor(r, group->zone);
