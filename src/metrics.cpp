@@ -214,7 +214,7 @@ ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
         Entry *e = find(t, kZone, &zones[i]->name, nullptr);
         zones[i]->stats = &e->stats.zone;
-        if (zones[i]->shm_zone != nullptr) {
+        if (ngx_http_rl_embedded(zones[i])) {
             zones[i]->stats->up = 1; /* the embedded store is always up */
         }
         if (e->kind == kFree && !full) {
@@ -273,7 +273,7 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
      * name, a value and punctuation */
     size_t line = 4 * kLabel + 128;
     size_t size = 2048 + line * (NGX_HTTP_RL_OUTCOMES * rmcf->rules.nelts +
-                                 (NGX_HTTP_RL_LATENCY_BUCKETS + 7) * nz);
+                                 (NGX_HTTP_RL_LATENCY_BUCKETS + 8) * nz);
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
     if (b == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -295,6 +295,10 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
         p = perZone(p, zones, nz, "rl_deny_cache_hits_total", "counter",
                     "Rejections answered from the deny cache.",
                     offsetof(ngx_http_rl_zone_stats_t, deny_cache_hits));
+        p = perZone(p, zones, nz, "rl_local_decisions_total", "counter",
+                    "Requests decided in this instance's memory "
+                    "(failure=local) while Redis could not answer.",
+                    offsetof(ngx_http_rl_zone_stats_t, local));
     }
     b->last = p;
     b->last_buf = (r == r->main) ? 1 : 0;

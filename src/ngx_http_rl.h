@@ -15,6 +15,7 @@
 
 #define NGX_HTTP_RL_FAILURE_OPEN        0
 #define NGX_HTTP_RL_FAILURE_CLOSED      1
+#define NGX_HTTP_RL_FAILURE_LOCAL       2   /* the zone's own shm store */
 
 /* $rl_status */
 #define NGX_HTTP_RL_STATUS_NONE         0
@@ -61,6 +62,7 @@ typedef struct {
     ngx_atomic_t                reconnects;
     ngx_atomic_t                up;
     ngx_atomic_t                deny_cache_hits;
+    ngx_atomic_t                local;      /* decided by failure=local */
 } ngx_http_rl_zone_stats_t;
 
 typedef struct {
@@ -83,7 +85,8 @@ typedef struct {
     ngx_uint_t                  index;
     ngx_uint_t                  declared;   /* 0: only referenced so far */
     ngx_http_rl_zone_stats_t   *stats;      /* in the metrics zone */
-    ngx_shm_zone_t             *shm_zone;   /* the embedded store */
+    ngx_shm_zone_t             *shm_zone;   /* the embedded store, or
+                                               failure=local's */
     size_t                      size;
     void                       *sh;         /* its shared tree and queue */
     ngx_slab_pool_t            *shpool;
@@ -153,6 +156,7 @@ typedef struct {
     unsigned                    retried:1;
     unsigned                    refund_retried:1;
     unsigned                    skipped:1;  /* another group rejected */
+    unsigned                    local:1;    /* decided by failure=local */
 } ngx_http_rl_group_t;
 
 
@@ -181,6 +185,15 @@ typedef struct ngx_http_rl_ctx_s {
 
 
 extern ngx_module_t  ngx_http_rl_module;
+
+
+/* A zone without redis= keeps its state in shared memory only; a Redis
+ * zone has a shm_zone too under failure=local. */
+static ngx_inline ngx_uint_t
+ngx_http_rl_embedded(const ngx_http_rl_zone_t *zone)
+{
+    return zone->addr.len == 0;
+}
 
 
 /* A rule is a dry run by its own flag or by rl_dry_run where it decides. */

@@ -96,12 +96,26 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     if (z->addr.len == 0) {
+        if (z->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"failure=local\" needs \"redis\": "
+                               "a zone without it is local already");
+            return NGX_CONF_ERROR;
+        }
+
         return ngx_http_rl_zone_embedded(cf, z);
     }
 
-    if (z->size) {
+    if (z->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
+        /* the store that decides while Redis cannot */
+        if (ngx_http_rl_zone_embedded(cf, z) != NGX_CONF_OK) {
+            return NGX_CONF_ERROR;
+        }
+
+    } else if (z->size) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"size\" is for a zone without \"redis\"");
+                           "\"size\" is for a zone without \"redis\" "
+                           "or with \"failure=local\"");
         return NGX_CONF_ERROR;
     }
 
@@ -205,6 +219,9 @@ ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
         } else if (s.len == 6 && ngx_strncmp(s.data, "closed", 6) == 0) {
             z->failure = NGX_HTTP_RL_FAILURE_CLOSED;
 
+        } else if (s.len == 5 && ngx_strncmp(s.data, "local", 5) == 0) {
+            z->failure = NGX_HTTP_RL_FAILURE_LOCAL;
+
         } else {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid failure \"%V\"", &s);
@@ -243,7 +260,8 @@ ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
 }
 
 
-/* Without redis=: the embedded store, in shared memory. */
+/* Without redis=, or for failure=local: the embedded store, in shared
+ * memory. */
 
 static char *
 ngx_http_rl_zone_embedded(ngx_conf_t *cf, ngx_http_rl_zone_t *z)

@@ -437,7 +437,7 @@ ngx_http_rl_init(ngx_conf_t *cf)
     zones = rmcf->zones.elts;
 
     for (i = 0; i < rmcf->zones.nelts; i++) {
-        if (zones[i]->shm_zone == NULL) {
+        if (!ngx_http_rl_embedded(zones[i])) {
             rmcf->deny = ngx_shared_memory_add(cf, &deny,
                                                NGX_HTTP_RL_DENY_SIZE,
                                                &ngx_http_rl_module);

@@ -737,10 +737,12 @@ void Link::fail(const char *what, const char *detail) {
         return;
     }
     down_ = true;
+    static const char *const policy[] = {"open", "closed", "local"};
     ngx_log_error(NGX_LOG_ERR, log_, 0,
-                  "rl_zone \"%V\": redis %V unavailable: %s: %s",
+                  "rl_zone \"%V\": redis %V unavailable: %s: %s; "
+                  "requests get failure=%s",
                   &zone_->name, &zone_->addr, what,
-                  detail != nullptr ? detail : "");
+                  detail != nullptr ? detail : "", policy[zone_->failure]);
 }
 
 void Link::drop() {
@@ -788,7 +790,7 @@ ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
         return NGX_ERROR;
     }
     for (ngx_uint_t i = 0; i < n; i++) {
-        if (zones[i]->shm_zone != nullptr) {
+        if (ngx_http_rl_embedded(zones[i])) {
             continue; /* the embedded store needs no connection */
         }
         void *mem = ngx_alloc(sizeof(Link), cycle->log);

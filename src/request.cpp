@@ -226,7 +226,7 @@ void count(ngx_http_rl_ctx_t *ctx) {
  * flight, which the caller counts in ctx->pending. */
 void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
             bool eval = false) {
-    if (g->zone->shm_zone != nullptr) {
+    if (ngx_http_rl_embedded(g->zone) || g->local) {
         ngx_http_rl_shm_refund(g);
         return;
     }
@@ -281,7 +281,7 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
  * constant cost. */
 bool cacheable(ngx_http_rl_ctx_t *ctx, const ngx_http_rl_group_t *g,
                const ngx_http_rl_rule_t *rule) {
-    return g->zone->shm_zone == nullptr && rule->cost_cv == nullptr &&
+    return !ngx_http_rl_embedded(g->zone) && rule->cost_cv == nullptr &&
            !ngx_http_rl_dry_run(ctx, rule);
 }
 
@@ -289,6 +289,24 @@ ngx_shm_zone_t *denyZone(ngx_http_request_t *r) {
     auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_rl_module));
     return rmcf->deny;
+}
+
+/* Redis could not answer for the group (down, timed out, a bad reply):
+ * failure=local decides it in this instance's memory (the request gets
+ * that decision, its figures and headers, as from the embedded store);
+ * else, or when that store has no room, the group is an error and gets
+ * the failure policy. */
+void failed(ngx_http_rl_group_t *group) {
+    group->done = 1;
+    if (group->zone->failure == NGX_HTTP_RL_FAILURE_LOCAL &&
+        ngx_http_rl_shm_decide(group) == NGX_OK) {
+        group->local = 1;
+        if (group->zone->stats != nullptr) {
+            (void) ngx_atomic_fetch_add(&group->zone->stats->local, 1);
+        }
+        return;
+    }
+    group->error = 1;
 }
 
 /* Another group rejected the request before this one was asked (the
@@ -544,8 +562,7 @@ ngx_msec_t expire(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
         }
         ngx_http_rl_call_detach(group->call);
         group->call = nullptr;
-        group->done = 1;
-        group->error = 1;
+        failed(group);
         ctx->pending--;
         if (group->zone->stats != nullptr) {
             (void) ngx_atomic_fetch_add(&group->zone->stats->timeouts, 1);
@@ -670,7 +687,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     bool rejected = false;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
-        if (group->zone->shm_zone == nullptr) {
+        if (!ngx_http_rl_embedded(group->zone)) {
             continue;
         }
         if (ngx_http_rl_shm_decide(group) != NGX_OK) {
@@ -684,7 +701,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     ngx_msec_t timeout = 0;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
-        if (group->zone->shm_zone != nullptr) {
+        if (ngx_http_rl_embedded(group->zone)) {
             continue;
         }
         if (rejected) {
@@ -700,8 +717,10 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
             group->call = ngx_http_rl_link_send(link, group);
         }
         if (group->call == nullptr) {
-            group->done = 1; /* known down: the failure policy, at once */
-            group->error = 1;
+            failed(group); /* known down: the failure policy, at once */
+            if (group->local && !group->allowed) {
+                rejected = true;    /* the groups after it need not ask */
+            }
             continue;
         }
         ctx->pending++;
@@ -750,7 +769,7 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
             rememberRejection(ctx, group);
         }
     } else {
-        group->error = 1;
+        failed(group);
     }
 
     answered(ctx);

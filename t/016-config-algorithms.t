@@ -205,7 +205,7 @@ rl_zone main redis=127.0.0.1:$RedisPort size=10m;
 location /t { empty_gif; }
 --- must_die
 --- error_log eval
-[qr/\[emerg\].* "size" is for a zone without "redis" in \S+nginx\.conf:\d+/]
+[qr/\[emerg\].* "size" is for a zone without "redis" or with "failure=local" in \S+nginx\.conf:\d+/]
 
 
 
@@ -353,4 +353,24 @@ location /t {
     rl_rule zone=main key=k rate=3r/s algorithm=sliding_log cost=3;
     empty_gif;
 }
+--- syntax_only
+
+
+
+=== TEST 95: failure=local without redis=
+--- http_config
+rl_zone main failure=local;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* "failure=local" needs "redis": a zone without it is local already in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 96: size= on a Redis zone with failure=local
+--- http_config
+rl_zone main redis=127.0.0.1:1 failure=local size=1m;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s; empty_gif; }
 --- syntax_only

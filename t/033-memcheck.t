@@ -1,6 +1,7 @@
 # The module under valgrind's memcheck: nginx in one process (no master)
 # serves the paths where a request waits and comes back (a decision from
-# Redis, a 429, a delay=, a refund to another zone) and an embedded
+# Redis, a 429, a delay=, a refund to another zone, a decision of
+# failure=local with Redis down and its refund) and an embedded
 # sliding_log state shared by rules of two N, then exits; valgrind
 # must report no invalid read or write and no use of uninitialised
 # memory. (A parked request's phases can finish it and free its pool:
@@ -21,6 +22,7 @@ my ($xport, $yport) = ($rx->port, $ry->port);
 my $dir = make_tempdir('memcheck');
 mkdir "$dir/logs";
 my $port = free_port();
+my $gone = free_port();     # nothing listens: failure=local decides
 my $module = module_path();
 
 open my $fh, '>', "$dir/nginx.conf" or die $!;
@@ -37,6 +39,7 @@ http {
     rl_zone x redis=127.0.0.1:$xport timeout=30s;
     rl_zone y redis=127.0.0.1:$yport timeout=30s;
     rl_zone e size=1m;
+    rl_zone l redis=127.0.0.1:$gone timeout=30s failure=local size=1m;
     server {
         listen 127.0.0.1:$port;
         location /plain { empty_gif; }
@@ -65,6 +68,12 @@ http {
             rl_rule zone=y key=b rate=1r/h name=y cost=\$arg_c;
             empty_gif;
         }
+        location /local {
+            rl_rule zone=l key=l rate=100r/h name=first;
+            rl_rule zone=l key=l rate=100r/h name=second;
+            rl_rule zone=x key=l rate=1r/h name=x;
+            empty_gif;
+        }
     }
 }
 CONF
@@ -84,6 +93,7 @@ my @want = (
     ['/limited', 200], ['/limited', 200],
     ['/reject?c=1', 200], ['/reject?c=1', 429], ['/reject?c=1', 429],
     ['/both?c=1', 200], ['/both?c=1', 429], ['/both?c=1', 429],
+    ['/local', 200], ['/local', 429], ['/local', 429],
 );
 push @want, map { ['/delay', 200] } 1 .. 8;
 # one state, two N: its ring is made again at each change of N
