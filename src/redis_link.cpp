@@ -1,7 +1,9 @@
 /*
- * redis_link.cpp: per worker, one pipelined hiredis connection per zone.
- * Requests sent during one turn of the event loop leave together, as one
- * script call, when the turn's posted events run (batch.hpp).
+ * redis_link.cpp: per worker, one pipelined hiredis connection per Redis
+ * server, shared by the zones on it (same address, credentials, db and
+ * timeouts). Requests sent during one turn of the event loop leave
+ * together, whatever their zone, as one script call, when the turn's
+ * posted events run (batch.hpp).
  *
  * States: idle (a reconnect timer is armed), connecting (TCP and the
  * handshake: AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD, bounded by
@@ -44,7 +46,12 @@ void onProbeTimer(ngx_event_t *ev) noexcept;
 
 class Link {
 public:
-    Link(ngx_http_rl_zone_t *zone, ngx_log_t *log) : zone_(zone), log_(log) {
+    /* zones[0] gives the connection's parameters; label names them all
+     * in log lines (both live as long as the cycle) */
+    Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
+         ngx_log_t *log)
+        : zone_(zones[0]), zones_(zones), nzones_(nzones), label_(label),
+          log_(log) {
         initTimer(&reconnect_, onReconnectTimer);
         initTimer(&deadline_, onDeadlineTimer);
         initTimer(&flush_, onFlush);
@@ -147,6 +154,9 @@ private:
     Call *take(ngx_http_rl_group_t *group);
 
     ngx_http_rl_zone_t *zone_;
+    ngx_http_rl_zone_t **zones_;
+    ngx_uint_t nzones_;
+    ngx_str_t label_;           /* rl_zone "a" or rl_zones "a", "b" */
     ngx_log_t *log_;
     redisAsyncContext *ac_ = nullptr;
     ngx_event_t reconnect_;
@@ -234,8 +244,12 @@ void Link::connect() {
     if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit) {
         return;
     }
-    if (attempts_++ > 0 && zone_->stats != nullptr) {
-        (void) ngx_atomic_fetch_add(&zone_->stats->reconnects, 1);
+    if (attempts_++ > 0) {
+        for (ngx_uint_t i = 0; i < nzones_; i++) {
+            if (zones_[i]->stats != nullptr) {
+                (void) ngx_atomic_fetch_add(&zones_[i]->stats->reconnects, 1);
+            }
+        }
     }
 
     redisAsyncContext *ac;
@@ -365,8 +379,8 @@ void Link::disconnected(const redisAsyncContext *ac) {
     }
     if (quiet && !exiting_) {
         ngx_log_error(NGX_LOG_INFO, log_, 0,
-                      "rl_zone \"%V\": redis %V closed an idle connection "
-                      "(%s): connecting again", &zone_->name, &zone_->addr,
+                      "%V: redis %V closed an idle connection "
+                      "(%s): connecting again", &label_, &zone_->addr,
                       ac->errstr[0] ? ac->errstr : "by peer");
         connect();
         return;
@@ -403,8 +417,8 @@ void Link::named(redisAsyncContext *ac, redisReply *reply) {
     }
     nameRefused_ = true;
     ngx_log_error(NGX_LOG_INFO, log_, 0,
-                  "rl_zone \"%V\": redis %V refused CLIENT SETNAME (%s): "
-                  "its connections go unnamed", &zone_->name, &zone_->addr,
+                  "%V: redis %V refused CLIENT SETNAME (%s): "
+                  "its connections go unnamed", &label_, &zone_->addr,
                   reply->str);
 }
 
@@ -436,9 +450,11 @@ void Link::recovered() {
     if (down_) {
         down_ = false;
         setUp(1);   /* a reply after a timeout: no reconnect says so */
-        ngx_log_error(NGX_LOG_NOTICE, log_, 0,
-                      "rl_zone \"%V\": redis %V is available again",
-                      &zone_->name, &zone_->addr);
+        for (ngx_uint_t i = 0; i < nzones_; i++) {
+            ngx_log_error(NGX_LOG_NOTICE, log_, 0,
+                          "rl_zone \"%V\": redis %V is available again",
+                          &zones_[i]->name, &zone_->addr);
+        }
     }
 }
 
@@ -534,8 +550,8 @@ void Link::refunded(Call *call, const redisReply *reply) {
     {
         replyErrors_ = true;
         ngx_log_error(NGX_LOG_ERR, log_, 0,
-                      "rl_zone \"%V\": redis %V replied to a refund: %s",
-                      &zone_->name, &zone_->addr, reply->str);
+                      "%V: redis %V replied to a refund: %s",
+                      &label_, &zone_->addr, reply->str);
     }
     if (group != nullptr) {
         group->call = nullptr;
@@ -649,8 +665,8 @@ void Link::replied(Batch *batch, redisReply *reply) {
         if (!noScript && !replyErrors_) {
             replyErrors_ = true;
             ngx_log_error(NGX_LOG_ERR, log_, 0,
-                          "rl_zone \"%V\": redis %V replied: %s",
-                          &zone_->name, &zone_->addr, reply->str);
+                          "%V: redis %V replied: %s",
+                          &label_, &zone_->addr, reply->str);
         }
     } else if (reply != nullptr) {
         size_t want = kClockBytes;
@@ -664,10 +680,10 @@ void Link::replied(Batch *batch, redisReply *reply) {
             if (!replyErrors_) {
                 replyErrors_ = true;
                 ngx_log_error(NGX_LOG_ERR, log_, 0,
-                              "rl_zone \"%V\": redis %V sent no reply of "
+                              "%V: redis %V sent no reply of "
                               "the script's: %s of %uz bytes, where %uz "
                               "bytes of figures were due",
-                              &zone_->name, &zone_->addr,
+                              &label_, &zone_->addr,
                               replyType(reply->type),
                               reply->type == REDIS_REPLY_STRING
                                   ? reply->len : 0,
@@ -723,8 +739,10 @@ void Link::deadlinePassed() {
 }
 
 void Link::setUp(ngx_atomic_uint_t up) {
-    if (zone_->stats != nullptr) {
-        zone_->stats->up = up;
+    for (ngx_uint_t i = 0; i < nzones_; i++) {
+        if (zones_[i]->stats != nullptr) {
+            zones_[i]->stats->up = up;
+        }
     }
 }
 
@@ -738,11 +756,14 @@ void Link::fail(const char *what, const char *detail) {
     }
     down_ = true;
     static const char *const policy[] = {"open", "closed", "local"};
-    ngx_log_error(NGX_LOG_ERR, log_, 0,
-                  "rl_zone \"%V\": redis %V unavailable: %s: %s; "
-                  "requests get failure=%s",
-                  &zone_->name, &zone_->addr, what,
-                  detail != nullptr ? detail : "", policy[zone_->failure]);
+    for (ngx_uint_t i = 0; i < nzones_; i++) {
+        ngx_log_error(NGX_LOG_ERR, log_, 0,
+                      "rl_zone \"%V\": redis %V unavailable: %s: %s; "
+                      "requests get failure=%s",
+                      &zones_[i]->name, &zone_->addr, what,
+                      detail != nullptr ? detail : "",
+                      policy[zones_[i]->failure]);
+    }
 }
 
 void Link::drop() {
@@ -761,6 +782,20 @@ void Link::drop() {
          * callback) with a NULL reply: their requests get the policy */
         redisAsyncFree(ac);
     }
+}
+
+/* Zones that can share one connection: the same server, user, password
+ * and db, and the same timeouts (a link is stalled, and dropped, by the
+ * timeouts of its zones: a zone that waits longer keeps its own). */
+bool sameServer(const ngx_http_rl_zone_t *a, const ngx_http_rl_zone_t *b) {
+    auto eq = [](const ngx_str_t &x, const ngx_str_t &y) {
+        return x.len == y.len &&
+               (x.len == 0 || ngx_memcmp(x.data, y.data, x.len) == 0);
+    };
+    return a->port == b->port && eq(a->host, b->host) &&
+           eq(a->username, b->username) && eq(a->password, b->password) &&
+           a->db == b->db && a->timeout == b->timeout &&
+           a->connect_timeout == b->connect_timeout;
 }
 
 void Link::schedule() {
@@ -786,19 +821,46 @@ ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
 
     rmcf->links = static_cast<ngx_http_rl_link_t **>(
         ngx_pcalloc(cycle->pool, n * sizeof(ngx_http_rl_link_t *)));
-    if (rmcf->links == nullptr) {
+    auto **members = static_cast<ngx_http_rl_zone_t **>(
+        ngx_palloc(cycle->pool, n * sizeof(ngx_http_rl_zone_t *)));
+    if (rmcf->links == nullptr || members == nullptr) {
         return NGX_ERROR;
     }
     for (ngx_uint_t i = 0; i < n; i++) {
-        if (ngx_http_rl_embedded(zones[i])) {
-            continue; /* the embedded store needs no connection */
+        if (ngx_http_rl_embedded(zones[i]) || rmcf->links[i] != nullptr) {
+            continue; /* no connection, or the one of a zone before it */
         }
+        /* the zones on this server: zones[i] and those after it */
+        ngx_uint_t m = 0;
+        size_t len = sizeof("rl_zones ") - 1;
+        for (ngx_uint_t j = i; j < n; j++) {
+            if (j == i || (!ngx_http_rl_embedded(zones[j]) &&
+                           rl::sameServer(zones[i], zones[j]))) {
+                members[m++] = zones[j];
+                len += zones[j]->name.len + sizeof("\"\", ") - 1;
+            }
+        }
+        auto **own = static_cast<ngx_http_rl_zone_t **>(
+            ngx_palloc(cycle->pool, m * sizeof(ngx_http_rl_zone_t *)));
+        auto *text = static_cast<u_char *>(ngx_pnalloc(cycle->pool, len));
         void *mem = ngx_alloc(sizeof(Link), cycle->log);
-        if (mem == nullptr) {
+        if (own == nullptr || text == nullptr || mem == nullptr) {
+            ngx_free(mem);
             return NGX_ERROR;
         }
-        Link *link = new (mem) Link(zones[i], cycle->log);
-        rmcf->links[i] = reinterpret_cast<ngx_http_rl_link_t *>(link);
+        ngx_memcpy(own, members, m * sizeof(ngx_http_rl_zone_t *));
+        u_char *p = m > 1 ? ngx_cpymem(text, "rl_zones ", 9)
+                          : ngx_cpymem(text, "rl_zone ", 8);
+        for (ngx_uint_t k = 0; k < m; k++) {
+            p = ngx_sprintf(p, k > 0 ? ", \"%V\"" : "\"%V\"",
+                            &own[k]->name);
+        }
+        ngx_str_t label = {static_cast<size_t>(p - text), text};
+        Link *link = new (mem) Link(own, m, label, cycle->log);
+        for (ngx_uint_t k = 0; k < m; k++) {
+            rmcf->links[own[k]->index] =
+                reinterpret_cast<ngx_http_rl_link_t *>(link);
+        }
         link->connect();
     }
     return NGX_OK;
@@ -808,10 +870,16 @@ void ngx_http_rl_links_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
     if (rmcf->links == nullptr) {
         return;
     }
-    for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
+    ngx_uint_t n = rmcf->zones.nelts;
+    for (ngx_uint_t i = 0; i < n; i++) {
         Link *link = reinterpret_cast<Link *>(rmcf->links[i]);
         if (link == nullptr) {
             continue;
+        }
+        for (ngx_uint_t j = i; j < n; j++) {    /* its zones' pointers */
+            if (rmcf->links[j] == rmcf->links[i] && j != i) {
+                rmcf->links[j] = nullptr;
+            }
         }
         link->~Link();
         ngx_free(link);

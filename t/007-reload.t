@@ -1,5 +1,6 @@
 # Reload under load drops nothing and leaks no Redis connection: after the
-# old workers exit, CLIENT LIST shows workers x zones ngx_rl connections.
+# old workers exit, CLIENT LIST shows workers x servers ngx_rl connections
+# (the two zones are on two addresses of one Redis: two connections).
 
 use lib 't/lib';
 use RlTest;
