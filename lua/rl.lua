@@ -33,7 +33,10 @@
 --          us (0 if no request needed it), then for each request, for
 --          each of its rules: left, reset_us, verdict
 --   left       what the rule admits before this request
---   reset_us   until the rule is whole again (or frees capacity if full)
+--   reset_us   until the rule is whole again; when nothing is left
+--              (rejected, or admitted with nothing left after it: left
+--              <= cost), until it frees capacity: until this request,
+--              or one more of cost 1, fits (frees())
 --   verdict    > 0: the rule would reject the request, retry in as many
 --              us; else minus the delay before serving it (delay=), 0
 --              for none
@@ -94,6 +97,17 @@ local function spec(s)
     local v = { alg, limit, window, burst, delay, dry == 1 }
     SPECS[s] = v
     return v
+end
+
+-- an admitted request left the rule nothing (left <= cost): the reset
+-- is until one more request fits, checked on the state it wrote, not
+-- until the rule is whole (reset, kept if one more fits already)
+local function frees(alg, key, now, v, reset)
+    local ok, _, _, retry = alg.check(key, now, v[2], v[3], v[4], 1, v[5])
+    if ok then
+        return reset
+    end
+    return retry
 end
 
 local H = ARGV[1] or ''
@@ -166,8 +180,9 @@ end
 -- a tenth of its instructions, a string for the clock alone a call of
 -- one request 3%)
 local parts = {}
--- a request of stacked rules, or a refund's: see below
-local pending
+-- a request of stacked rules, or a refund's: see below; fixes: its
+-- rules left nothing, whose reset is known once it is counted
+local pending, fixes
 
 STATE = not refunding and {} or nil
 
@@ -220,6 +235,9 @@ for pass = refunding and 1 or 2, 2 do
                         write(key, alg, ttl, age, a, b, c)
                     end
                 end
+                if left <= cost then
+                    reset = frees(alg, key, now, v, reset)
+                end
                 retry = -wait
             elseif retry < 1 then
                 retry = 1
@@ -265,6 +283,13 @@ for pass = refunding and 1 or 2, 2 do
                         alg.check(key, now, v[2], v[3], v[4], cost, v[5])
                     if ok then
                         retry = -wait
+                        if left <= cost then
+                            -- its reset once the request is counted
+                            -- (below): the part, its rule, its figures
+                            fixes = fixes or {}
+                            fixes[#fixes + 1] = { #parts + 1, key, v, left,
+                                                  reset, retry }
+                        end
                         if cost > 0 then
                             pending[m + 1], pending[m + 2], pending[m + 3] =
                                 key, alg, ttl
@@ -313,6 +338,19 @@ for pass = refunding and 1 or 2, 2 do
                     write(key, pending[j + 2], pending[j + 3], age,
                           pending[j + 4], pending[j + 5], pending[j + 6])
                 end
+            end
+            if fixes then
+                for j = 1, admitted and #fixes or 0 do
+                    local f = fixes[j]
+                    local reset = frees(f[3][1], f[2], now, f[3], f[5])
+                    if f[1] == 1 then
+                        parts[1] = struct.pack('<dddd', clock, f[4], reset,
+                                               f[6])
+                    else
+                        parts[f[1]] = struct.pack('<ddd', f[4], reset, f[6])
+                    end
+                end
+                fixes = nil
             end
         end
     end

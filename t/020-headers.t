@@ -539,3 +539,65 @@ location /local {
 ["X-RL-Status: ERROR\n!X-RL-Remaining\n!X-RateLimit-Limit\n!X-RateLimit-Remaining\n!Retry-After\n!RateLimit\n!RateLimit-Policy",
  "X-RL-Status: ERROR\n!X-RL-Remaining\n!X-RateLimit-Limit\n!X-RateLimit-Remaining\n!Retry-After\n!RateLimit\n!RateLimit-Policy",
  "X-RL-Status: PASSED\nX-RateLimit-Remaining: 4"]
+
+
+
+=== TEST 19: nothing left after an admission: X-RateLimit-Reset is until one more fits (a token, 20 s), not until the bucket is full (60 s)
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=3r/m algorithm=token_bucket;
+    empty_gif;
+}
+--- request eval
+["GET /t", "GET /t", "GET /t", "GET /t"]
+--- error_code eval
+[200, 200, 200, 429]
+--- response_headers eval
+["X-RateLimit-Remaining: 2\nX-RateLimit-Reset: 20",
+ "X-RateLimit-Remaining: 1\nX-RateLimit-Reset: 40",
+ "X-RateLimit-Remaining: 0\nX-RateLimit-Reset: 20\n!Retry-After",
+ "X-RateLimit-Remaining: 0\nX-RateLimit-Reset: 20\nRetry-After: 20"]
+
+
+
+=== TEST 20: the same with stacked rules, the bucket binding (one script call)
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=100r/m name=wide;
+    rl_rule zone=main key=k rate=3r/m algorithm=token_bucket name=bucket;
+    empty_gif;
+}
+--- request eval
+["GET /t", "GET /t", "GET /t", "GET /t"]
+--- error_code eval
+[200, 200, 200, 429]
+--- response_headers eval
+["X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 2\nX-RateLimit-Reset: 20",
+ "X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 1\nX-RateLimit-Reset: 40",
+ "X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: 20",
+ "X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: 20"]
+
+
+
+=== TEST 21: the same on the embedded store
+--- http_config
+rl_zone main size=1m;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=100r/m name=wide;
+    rl_rule zone=main key=k rate=3r/m algorithm=token_bucket name=bucket;
+    empty_gif;
+}
+--- request eval
+["GET /t", "GET /t", "GET /t", "GET /t"]
+--- error_code eval
+[200, 200, 200, 429]
+--- response_headers eval
+["X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 2\nX-RateLimit-Reset: 20",
+ "X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 1\nX-RateLimit-Reset: 40",
+ "X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: 20",
+ "X-RateLimit-Limit: 3\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: 20"]

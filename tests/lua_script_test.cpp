@@ -227,7 +227,9 @@ TEST_F(LuaScript, SlidingWindowWeightsThePreviousWindow) {
         Decision d = decide({rule}, w0 + 59 * kSec);
         ASSERT_TRUE(d.allowed) << "request " << i << ": " << describe(d);
         EXPECT_EQ(d.out[0].remaining, 9 - i);
-        EXPECT_EQ(d.out[0].resetMs, 61000); /* when window 1 ends */
+        /* when window 1 ends; nothing left: when one more fits, at
+         * 10 * (60 - x) / 60 + 1 <= 10 from x = 6 s in window 1 */
+        EXPECT_EQ(d.out[0].resetMs, i < 9 ? 61000 : 7000);
         EXPECT_EQ(d.out[0].retryMs, 0);
     }
     EXPECT_FALSE(admits(rule, w0 + 59 * kSec));
@@ -242,7 +244,8 @@ TEST_F(LuaScript, SlidingWindowWeightsThePreviousWindow) {
         d = decide({rule}, t);
         ASSERT_TRUE(d.allowed) << "request " << i << ": " << describe(d);
         EXPECT_EQ(d.out[0].remaining, 4 - i); /* 10 - (5 + i + 1) */
-        EXPECT_EQ(d.out[0].resetMs, 90000);   /* when window 2 ends */
+        /* when window 2 ends; nothing left: when one more fits */
+        EXPECT_EQ(d.out[0].resetMs, i < 4 ? 90000 : 6000);
     }
     d = decide({rule}, t);
     EXPECT_FALSE(d.allowed);
@@ -946,6 +949,42 @@ TEST_F(LuaScript, BatchOfStackedRulesOnOneClient) {
     long long ttl = pttl(g.key);
     EXPECT_GT(ttl, 390);
     EXPECT_LE(ttl, 401);
+}
+
+/* SPEC: X-RateLimit-Reset is until the rule frees capacity when it has
+ * none left: a request that leaves a bucket empty gets the time to its
+ * next token, not to a full bucket, in a batch on one key (where the
+ * state is the call's own table from the third request) and for stacked
+ * rules (whose writes come after every check). */
+TEST_F(LuaScript, ResetWhenAnAdmissionLeavesNothing) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    Rule b = token("10.0.0.6", 3, 60 * kSec, 3);
+    std::vector<Request> one{{{b}, -40}, {{b}, -30}, {{b}, -20},
+                             {{b}, -10}};
+    std::vector<Decision> d;
+    ASSERT_NO_FATAL_FAILURE(decideBatch(one, &d));
+    std::vector<int64_t> reset, left;
+    for (const Decision& x : d) {
+        reset.push_back(x.out[0].resetMs);
+        left.push_back(x.out[0].remaining);
+    }
+    EXPECT_EQ(left, (std::vector<int64_t>{2, 1, 0, 0}));
+    EXPECT_EQ(reset, (std::vector<int64_t>{20000, 40000, 20000, 20000}));
+
+    Rule w = sliding("10.0.0.7", 100, 60 * kSec);
+    Rule b2 = token("10.0.0.7", 3, 60 * kSec, 3);
+    std::vector<Request> stacked{{{w, b2}, -40}, {{w, b2}, -30},
+                                 {{w, b2}, -20}, {{w, b2}, -10}};
+    d.clear();
+    ASSERT_NO_FATAL_FAILURE(decideBatch(stacked, &d));
+    reset.clear();
+    for (const Decision& x : d) {
+        reset.push_back(x.out[1].resetMs);
+    }
+    EXPECT_EQ(reset, (std::vector<int64_t>{20000, 40000, 20000, 20000}));
+    /* the window has plenty left: until whole, past this window */
+    EXPECT_GT(d[2].out[0].resetMs, 60000) << describe(d[2]);
+    EXPECT_FALSE(d[3].allowed);
 }
 
 /* A key holding what the script never writes is no state, whatever its

@@ -789,10 +789,18 @@ bool decide(const Params* p, State* const* s, int64_t* const* logs,
     }
     for (size_t i = 0; i < n; i++) {
         if (allowed && out[i].retryUs == 0) {
-            commit(p[i], *s[i], logs != nullptr ? logs[i] : nullptr, cost[i],
-                   nowUs);
+            int64_t* log = logs != nullptr ? logs[i] : nullptr;
+            commit(p[i], *s[i], log, cost[i], nowUs);
             out[i].remaining =
                 std::max<int64_t>(out[i].remaining - i64(cost[i]), 0);
+            if (out[i].remaining == 0) {
+                /* nothing left: the reset is until it frees capacity
+                 * (for one more request), not until it is whole */
+                Check next = check(p[i], *s[i], log, 1, nowUs);
+                if (!next.ok) {
+                    out[i].resetUs = next.retryUs;
+                }
+            }
         } else {
             out[i].delayUs = 0;
         }

@@ -109,6 +109,9 @@ int64_t idleAtUs(const Params& p, const State& s, const int64_t* log,
  * (microseconds). */
 struct Figures {
     int64_t remaining;  /* after this request if admitted, else before */
+    /* until it frees capacity when nothing remains (rejected: until
+     * this request fits; admitted leaving 0: until one more does), else
+     * until it is whole again */
     int64_t resetUs;
     int64_t retryUs;    /* 0: this rule admits the request */
     int64_t delayUs;    /* 0 unless admitted and shaped */
