@@ -34,21 +34,20 @@ my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
 CONF
 my $port = $ng->port;
 
-sub st { my $res = shift; "$res->{code} " . ($res->{headers}{'x-rl-status'} // '') }
 
 sub resumes {
     my ($loc, $what) = @_;
     my $last;
     my $ok = wait_until(sub {
         $last = http_get($port, $loc, -timeout => 5);
-        return st($last) eq '200 PASSED';
+        return code_status($last) eq '200 PASSED';
     }, timeout => 5, interval => 0.1);
     ok($ok, "$loc: decisions resume within 5s $what")
-        or diag('last answer: ' . st($last));
+        or diag('last answer: ' . code_status($last));
 }
 
-is(st(http_get($port, '/open')), '200 PASSED', 'before: /open PASSED');
-is(st(http_get($port, '/closed')), '200 PASSED', 'before: /closed PASSED');
+is(code_status(http_get($port, '/open')), '200 PASSED', 'before: /open PASSED');
+is(code_status(http_get($port, '/closed')), '200 PASSED', 'before: /closed PASSED');
 
 # ---------------------------------------------------------------- SIGKILL
 
@@ -57,10 +56,10 @@ $r->kill('KILL');
 my ($slow_o, $slow_c) = (0, 0);
 for my $i (1 .. 10) {
     my $o = http_get($port, '/open', -timeout => 5);
-    is(st($o), '200 ERROR', "redis dead, failure=open: 200 ERROR ($i)");
+    is(code_status($o), '200 ERROR', "redis dead, failure=open: 200 ERROR ($i)");
     $slow_o++ if $o->{elapsed} > 1;
     my $c = http_get($port, '/closed', -timeout => 5);
-    is(st($c), '429 ERROR', "redis dead, failure=closed: 429 ERROR ($i)");
+    is(code_status($c), '429 ERROR', "redis dead, failure=closed: 429 ERROR ($i)");
     $slow_c++ if $c->{elapsed} > 1;
 }
 is($slow_o + $slow_c, 0, 'redis dead: every answer within 1s');
@@ -79,7 +78,7 @@ for my $loc (qw(lim lims)) {
     $r->cli('SCRIPT', 'FLUSH');
     my @st;
     for my $i (1 .. 5) {
-        push @st, st(http_get($port, "/$loc?k=flush"));
+        push @st, code_status(http_get($port, "/$loc?k=flush"));
         $r->cli('SCRIPT', 'FLUSH') if $i == 2;
     }
     is_deeply(\@st, [ ('200 PASSED') x 3, ('429 REJECTED') x 2 ],
@@ -91,15 +90,15 @@ for my $loc (qw(lim lims)) {
 $r->cli('SCRIPT', 'FLUSH');
 my @many = http_parallel($port, [ map { "/open?n=$_" } 1 .. 20 ],
                          concurrency => 10, full => 1);
-my @bad = grep { st($_) ne '200 PASSED' } @many;
+my @bad = grep { code_status($_) ne '200 PASSED' } @many;
 is(scalar @bad, 0, 'after SCRIPT FLUSH, 20 concurrent requests all PASSED')
-    or diag(join ', ', map { st($_) } @bad);
+    or diag(join ', ', map { code_status($_) } @bad);
 
 # ---------------------------------------------------------------- FLUSHALL
 
 # (a new key: the instance's deny cache still knows k=flush is over)
 $r->cli('FLUSHALL');
-@codes = map { st(http_get($port, '/lim?k=flushall')) } 1 .. 4;
+@codes = map { code_status(http_get($port, '/lim?k=flushall')) } 1 .. 4;
 is_deeply(\@codes, [ ('200 PASSED') x 3, '429 REJECTED' ],
           'after FLUSHALL: PASSED x3, REJECTED, never ERROR')
     or diag(explain(\@codes));
@@ -108,7 +107,7 @@ is_deeply(\@codes, [ ('200 PASSED') x 3, '429 REJECTED' ],
 
 # a second outage is handled as the first one
 $r->kill('KILL');
-is(st(http_get($port, '/open', -timeout => 5)), '200 ERROR',
+is(code_status(http_get($port, '/open', -timeout => 5)), '200 ERROR',
    'second outage: 200 ERROR');
 $r->restart;
 resumes('/open', 'after the second restart');
@@ -123,7 +122,7 @@ my $down_until = now() + 3;
 my $during = 0;
 while (now() < $down_until) {
     my $o = http_get($port, '/open', -timeout => 5);
-    $during++ if st($o) ne '200 ERROR';
+    $during++ if code_status($o) ne '200 ERROR';
     wait_until(sub { now() >= $down_until }, timeout => 0.1);
 }
 is($during, 0, 'long outage: every answer 200 ERROR');

@@ -5,7 +5,6 @@
 use lib 't/lib';
 use RlTest;
 
-sub st { my $res = shift; "$res->{code} " . ($res->{headers}{'x-rl-status'} // '') }
 
 # ---------------------------------------------------------------- auth
 
@@ -26,18 +25,18 @@ sub st { my $res = shift; "$res->{code} " . ($res->{headers}{'x-rl-status'} // '
         location /nopw  { rl_rule zone=nopw  key=k rate=2r/d; empty_gif; }
     }
 CONF
-    my @s = map { st(http_get($ng->port, '/good')) } 1 .. 3;
+    my @s = map { code_status(http_get($ng->port, '/good')) } 1 .. 3;
     is("@s", '200 PASSED 200 PASSED 429 REJECTED', 'password=: limits');
-    @s = map { st(http_get($ng->port, '/acl')) } 1 .. 3;
+    @s = map { code_status(http_get($ng->port, '/acl')) } 1 .. 3;
     is("@s", '200 PASSED 200 PASSED 429 REJECTED',
        'username= and password= (ACL user): limits');
     my @users = map { /\buser=(\S+)/ ? $1 : () }
                 grep { /name=ngx_rl\b/ } split /\n/, $r->cli('CLIENT', 'LIST');
     ok(grep({ $_ eq 'app' } @users), 'a module connection runs as user app')
         or diag("users: @users");
-    is(st(http_get($ng->port, '/badpw')), '200 ERROR',
+    is(code_status(http_get($ng->port, '/badpw')), '200 ERROR',
        'wrong password: failure policy (open), ERROR');
-    is(st(http_get($ng->port, '/nopw')), '200 ERROR',
+    is(code_status(http_get($ng->port, '/nopw')), '200 ERROR',
        'no password on a protected Redis: ERROR');
     my @err = grep { /\[error\]/ && /badpw/ && /redis/i }
               split /\n/, $ng->error_log_text;
@@ -69,10 +68,10 @@ CONF
     }
 CONF
     my $ok = wait_until(sub {
-        st(http_get($ng->port, '/acl')) eq '200 PASSED'
+        code_status(http_get($ng->port, '/acl')) eq '200 PASSED'
     }, timeout => 5, interval => 0.1);
     ok($ok, 'an ACL user without CLIENT: decisions');
-    my @s = map { st(http_get($ng->port, '/acl')) } 1 .. 2;
+    my @s = map { code_status(http_get($ng->port, '/acl')) } 1 .. 2;
     is("@s", '200 PASSED 429 REJECTED', 'and the limit holds (2r/d)');
     like($ng->error_log_text, qr/refused CLIENT SETNAME/,
          'the refusal is logged (info)');
@@ -106,7 +105,7 @@ CONF
     my $long = 'x' x 500;
     for my $loc (qw(dflt db3)) {
         for my $k ('short', $long) {
-            my @s = map { st(http_get($ng->port, "/$loc?k=$k")) } 1 .. 4;
+            my @s = map { code_status(http_get($ng->port, "/$loc?k=$k")) } 1 .. 4;
             is("@s", '200 PASSED 200 PASSED 200 PASSED 429 REJECTED',
                "/$loc, key of " . length($k) . " bytes: limits");
         }

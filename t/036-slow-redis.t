@@ -97,7 +97,6 @@ my $ng = start_nginx(redis => $r, workers => 1, config => <<"CONF");
 CONF
 my $port = $ng->port;
 
-sub st { my $res = shift; "$res->{code} " . ($res->{headers}{'x-rl-status'} // '') }
 
 sub up {
     my ($zone) = @_;
@@ -113,14 +112,14 @@ sub lines {
 
 # ------------------------------------------------------------ slow
 
-ok(wait_until(sub { st(http_get($port, '/slow')) eq '200 PASSED' },
+ok(wait_until(sub { code_status(http_get($port, '/slow')) eq '200 PASSED' },
               timeout => 5, interval => 0.1),
    'slow: decisions through the proxy at first');
 
 set_delay(0.15);
 my @got;
 for (1 .. 8) {
-    push @got, st(http_get($port, '/slow', -timeout => 5));
+    push @got, code_status(http_get($port, '/slow', -timeout => 5));
     select undef, undef, undef, 0.2;    # the late reply comes meanwhile
 }
 is(join(',', @got), join(',', ('429 ERROR') x 8),
@@ -138,11 +137,11 @@ ok(wait_until(sub { up('slow') == 1 }, timeout => 4, interval => 0.1),
    'slow: without traffic, rl_store_up 1 again once Redis answers in time');
 is(lines(qr/"slow".*available again/), 1,
    'slow: one "available again" line');
-is(st(http_get($port, '/slow')), '200 PASSED', 'slow: decisions resume');
+is(code_status(http_get($port, '/slow')), '200 PASSED', 'slow: decisions resume');
 
 # ------------------------------------------------------------ idle
 
-is(st(http_get($port, '/idle')), '200 PASSED', 'idle: a decision');
+is(code_status(http_get($port, '/idle')), '200 PASSED', 'idle: a decision');
 # its connection: the one in db 1 (the slow zone's, through the proxy,
 # is in db 0)
 sub idle_ids {
@@ -160,7 +159,7 @@ ok(wait_until(sub {
 }, timeout => 10, interval => 0.2), 'idle: Redis closed the connection and '
    . 'the module connected again');
 $r->cli('CONFIG', 'SET', 'timeout', '0');
-is(st(http_get($port, '/idle')), '200 PASSED', 'idle: decisions go on');
+is(code_status(http_get($port, '/idle')), '200 PASSED', 'idle: decisions go on');
 is(lines(qr/\[error\].*"idle"/), 0, 'idle: no error line');
 is(up('idle'), 1, 'idle: rl_store_up 1');
 like($ng->error_log_text, qr/"idle": redis \S+ closed an idle connection/,

@@ -46,21 +46,12 @@ my $ng = start_nginx(redis => $r, workers => 2,
 CONF
 my $port = $ng->port;
 
-sub st {
-    my $res = shift;
-    return "$res->{code} " . ($res->{headers}{'x-rl-status'} // '');
-}
 sub remaining { $_[0]{headers}{'x-ratelimit-remaining'} // 'none' }
 
-sub metric {
-    my ($re) = @_;
-    my $body = http_get($port, '/metrics')->{body} // '';
-    return $body =~ /^\Q$re\E (\d+)$/m ? $1 : 0;
-}
 
 # Redis decides while it is up
 my $res = http_get($port, '/t?k=a');
-is(st($res) . ' ' . remaining($res), '200 PASSED 2', 'Redis up: decided');
+is(code_status($res) . ' ' . remaining($res), '200 PASSED 2', 'Redis up: decided');
 ok($r->calls('evalsha') >= 1, 'Redis up: Redis was asked');
 
 # ------------------------------------------------------------ Redis stopped
@@ -69,7 +60,7 @@ $r->kill('STOP');
 
 # the first request waits for timeout=, then is decided here
 my $first = http_get($port, '/t?k=s', -timeout => 5);
-is(st($first) . ' ' . remaining($first), '200 PASSED 2',
+is(code_status($first) . ' ' . remaining($first), '200 PASSED 2',
    'Redis stopped: decided locally at timeout=, with its figures');
 ok($first->{elapsed} >= 0.2 && $first->{elapsed} < 2,
    sprintf('... after about timeout=300ms (%.2fs)', $first->{elapsed}));
@@ -79,7 +70,7 @@ ok($first->{elapsed} >= 0.2 && $first->{elapsed} < 2,
 my @got;
 for my $i (1 .. 6) {
     my $res = http_get($port, '/t?k=s', -timeout => 5);
-    push @got, st($res) . ' ' . remaining($res);
+    push @got, code_status($res) . ' ' . remaining($res);
 }
 is_deeply(\@got, ['200 PASSED 1', '200 PASSED 0', ('429 REJECTED 0') x 4],
           'Redis stopped: 3 pass over both workers, then 429')
@@ -90,19 +81,19 @@ like($rej->{headers}{'retry-after'} // '', qr/^\d+$/,
 ok($rej->{elapsed} < 0.25,
    sprintf('Redis known down: decided at once (%.2fs)', $rej->{elapsed}));
 
-is(metric('rl_requests_total{zone="loc",rule="3r/d",outcome="error"}'), 0,
+is(metric_value($port, 'rl_requests_total{zone="loc",rule="3r/d",outcome="error"}'), 0,
    'no request of the zone counted as an error');
-is(metric('rl_requests_total{zone="loc",rule="3r/d",outcome="rejected"}'),
+is(metric_value($port, 'rl_requests_total{zone="loc",rule="3r/d",outcome="rejected"}'),
    5, 'local rejections counted as rejected');
-is(metric('rl_local_decisions_total{zone="loc"}'), 8,
+is(metric_value($port, 'rl_local_decisions_total{zone="loc"}'), 8,
    'rl_local_decisions_total counts the requests decided locally');
-is(metric('rl_store_up{zone="loc"}'), 0, 'rl_store_up 0 meanwhile');
+is(metric_value($port, 'rl_store_up{zone="loc"}'), 0, 'rl_store_up 0 meanwhile');
 
 # stacked on a zone that is up: a local rejection gives back what the
 # other zone's Redis counted (a rejected request consumes nothing)
 my @both;
 for my $i (1 .. 3) {
-    push @both, st(http_get($port, '/both?k=c', -timeout => 5));
+    push @both, code_status(http_get($port, '/both?k=c', -timeout => 5));
 }
 is_deeply(\@both, ['200 PASSED', '429 REJECTED', '429 REJECTED'],
           'stacked: the local rule admits 1, then rejects')
@@ -115,13 +106,13 @@ is(remaining($res), 98,
 # store counted is given back
 my @mixed;
 for my $i (1 .. 3) {
-    push @mixed, st(http_get($port, '/mixed?k=m', -timeout => 5));
+    push @mixed, code_status(http_get($port, '/mixed?k=m', -timeout => 5));
 }
 is_deeply(\@mixed, ['200 PASSED', '429 REJECTED', '429 REJECTED'],
           'stacked: the zone that is up admits 1, then rejects')
     or diag(explain \@mixed);
 $res = http_get($port, '/loconly?k=m');
-is(st($res) . ' ' . remaining($res), '200 PASSED 98',
+is(code_status($res) . ' ' . remaining($res), '200 PASSED 98',
    'the local store counted only the admitted request (refunded)');
 
 # ------------------------------------------------- Redis answers again
@@ -131,10 +122,10 @@ my $evals = $r->calls('evalsha');
 my $last;
 ok(wait_until(sub {
     $last = http_get($port, '/t?k=back', -timeout => 5);
-    return $r->calls('evalsha') > $evals + 1 && st($last) eq '200 PASSED';
+    return $r->calls('evalsha') > $evals + 1 && code_status($last) eq '200 PASSED';
 }, timeout => 5, interval => 0.1), 'SIGCONT: Redis decides again')
-    or diag(st($last));
-ok(wait_until(sub { metric('rl_store_up{zone="loc"}') == 1 },
+    or diag(code_status($last));
+ok(wait_until(sub { metric_value($port, 'rl_store_up{zone="loc"}') == 1 },
               timeout => 5, interval => 0.1), 'rl_store_up 1 again');
 
 # ------------------------------------------------------------ Redis killed
@@ -143,7 +134,7 @@ $r->kill('KILL');
 @got = ();
 for my $i (1 .. 5) {
     my $res = http_get($port, '/t?k=d', -timeout => 5);
-    push @got, st($res) . ' ' . remaining($res);
+    push @got, code_status($res) . ' ' . remaining($res);
 }
 is_deeply(\@got, ['200 PASSED 2', '200 PASSED 1', '200 PASSED 0',
                   ('429 REJECTED 0') x 2],
@@ -154,9 +145,9 @@ is_deeply(\@got, ['200 PASSED 2', '200 PASSED 1', '200 PASSED 0',
 $r->start;
 ok(wait_until(sub {
     $last = http_get($port, '/t?k=d', -timeout => 5);
-    return st($last) eq '200 PASSED';
+    return code_status($last) eq '200 PASSED';
 }, timeout => 5, interval => 0.1), 'restarted: Redis admits the key again')
-    or diag(st($last));
+    or diag(code_status($last));
 ok($r->calls('evalsha') >= 1, 'restarted: Redis was asked');
 
 # one line per incident and worker, not one per request

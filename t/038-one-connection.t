@@ -39,17 +39,8 @@ my $ng = start_nginx(redis => $r, workers => 1, config => <<'CONF');
 CONF
 my $port = $ng->port;
 
-sub st {
-    my $res = shift;
-    return "$res->{code} " . ($res->{headers}{'x-rl-status'} // '');
-}
-sub metric {
-    my ($re) = @_;
-    my $body = http_get($port, '/metrics')->{body} // '';
-    return $body =~ /^\Q$re\E (\d+)$/m ? $1 : -1;
-}
 
-is(st(http_get($port, '/all')), '200 PASSED', 'every zone decides');
+is(code_status(http_get($port, '/all')), '200 PASSED', 'every zone decides');
 my $n = 0;
 wait_until(sub { ($n = $r->client_count('ngx_rl')) == 4 }, timeout => 5);
 is($n, 4, 'one worker, four servers (a and b share one): 4 connections');
@@ -57,7 +48,7 @@ is($n, 4, 'one worker, four servers (a and b share one): 4 connections');
 # two zones, one round trip: one EVALSHA per request, and each zone's
 # rule counts with its own prefix
 my $calls = $r->calls('evalsha');
-my @got = map { st(http_get($port, '/ab?k=x')) } 1 .. 3;
+my @got = map { code_status(http_get($port, '/ab?k=x')) } 1 .. 3;
 is_deeply(\@got, ['200 PASSED', '200 PASSED', '429 REJECTED'],
           'the rules of both zones decide')
     or diag(explain \@got);
@@ -70,9 +61,9 @@ ok($r->cli('--scan', '--pattern', 'a:*') ne ''
 # an outage is each zone's: a line each, rl_store_up 0 each, its own
 # policy each
 $r->kill('KILL');
-is(st(http_get($port, '/ab?k=y', -timeout => 5)), '429 ERROR',
+is(code_status(http_get($port, '/ab?k=y', -timeout => 5)), '429 ERROR',
    'Redis down: b is failure=closed');
-my @down = map { metric(qq{rl_store_up{zone="$_"}}) } qw(a b otherdb);
+my @down = map { metric_value($port, qq{rl_store_up{zone="$_"}}) } qw(a b otherdb);
 is_deeply(\@down, [0, 0, 0], 'rl_store_up 0 for every zone on the server')
     or diag(explain \@down);
 my $log = $ng->error_log_text;
@@ -82,13 +73,13 @@ like($log, qr/rl_zone "b": redis 127\.0\.0\.1:\d+ unavailable: .*; requests get 
      'zone b logs the incident with its policy');
 
 $r->start;
-ok(wait_until(sub { st(http_get($port, '/ab?k=z')) eq '200 PASSED' },
+ok(wait_until(sub { code_status(http_get($port, '/ab?k=z')) eq '200 PASSED' },
               timeout => 5, interval => 0.1),
    'Redis back: both zones decide again');
-ok(wait_until(sub { metric('rl_store_up{zone="b"}') == 1 },
+ok(wait_until(sub { metric_value($port, 'rl_store_up{zone="b"}') == 1 },
               timeout => 5, interval => 0.1), 'rl_store_up 1 again');
-ok(metric('rl_store_reconnects_total{zone="a"}') >= 1
-   && metric('rl_store_reconnects_total{zone="b"}') >= 1,
+ok(metric_value($port, 'rl_store_reconnects_total{zone="a"}') >= 1
+   && metric_value($port, 'rl_store_reconnects_total{zone="b"}') >= 1,
    'the reconnection counts for both zones');
 wait_until(sub { ($n = $r->client_count('ngx_rl')) == 4 }, timeout => 5);
 is($n, 4, 'still 4 connections after the reconnection');

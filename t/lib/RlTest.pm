@@ -76,6 +76,7 @@ our @EXPORT = qw(
     start_redis start_nginx
     http_get http_request http_start http_parallel
     wait_until free_port spawn now module_path repo_root
+    code_status metric_value
     $RedisPort $RedisSock $ServerPort $ServerRoot
 );
 
@@ -107,6 +108,21 @@ sub start_redis { RlTest::Redis->new(@_) }
 
 # start_nginx(config => $http_contents, workers => N, redis => $redis, ...)
 sub start_nginx { RlTest::Nginx->new(@_) }
+
+# "200 PASSED": a response's code and its X-RL-Status header (the tests'
+# `add_header X-RL-Status $rl_status always;`)
+sub code_status {
+    my ($res) = @_;
+    return "$res->{code} " . ($res->{headers}{'x-rl-status'} // '');
+}
+
+# metric_value($port, 'rl_store_up{zone="a"}'): that series' value on the
+# page of /metrics (or $path), -1 when it is not there
+sub metric_value {
+    my ($port, $series, $path) = @_;
+    my $body = http_get($port, $path // '/metrics')->{body} // '';
+    return $body =~ /^\Q$series\E (\d+)$/m ? $1 : -1;
+}
 
 # ------------------------------------------------------------ data-driven
 
