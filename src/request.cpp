@@ -682,18 +682,28 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
         return settle(r, ctx);
     }
 
-    /* the embedded store first: it answers at once, and a request it
-     * rejects costs Redis neither a decision nor a refund */
+    /* what this instance decides at once goes first: the embedded
+     * zones, and the failure=local zones whose Redis is known down. A
+     * request they reject costs the zones that are up neither a
+     * decision nor a refund, whatever the order of the rules. */
     bool rejected = false;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
-        if (!ngx_http_rl_embedded(group->zone)) {
+        if (ngx_http_rl_embedded(group->zone)) {
+            if (ngx_http_rl_shm_decide(group) != NGX_OK) {
+                group->done = 1;
+                group->error = 1;
+            }
+        } else if (group->zone->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
+            ngx_http_rl_link_t *link = linkFor(r, group->zone);
+            if (link != nullptr && ngx_http_rl_link_usable(link)) {
+                continue;
+            }
+            failed(group);
+        } else {
             continue;
         }
-        if (ngx_http_rl_shm_decide(group) != NGX_OK) {
-            group->done = 1;
-            group->error = 1;
-        } else if (!group->allowed) {
+        if (!group->error && !group->allowed) {
             rejected = true;
         }
     }
@@ -701,7 +711,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     ngx_msec_t timeout = 0;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
-        if (ngx_http_rl_embedded(group->zone)) {
+        if (group->done) {
             continue;
         }
         if (rejected) {

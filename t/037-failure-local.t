@@ -91,6 +91,7 @@ is(metric_value($port, 'rl_store_up{zone="loc"}'), 0, 'rl_store_up 0 meanwhile')
 
 # stacked on a zone that is up: a local rejection gives back what the
 # other zone's Redis counted (a rejected request consumes nothing)
+my $upcalls = $up->calls('evalsha');
 my @both;
 for my $i (1 .. 3) {
     push @both, code_status(http_get($port, '/both?k=c', -timeout => 5));
@@ -98,6 +99,9 @@ for my $i (1 .. 3) {
 is_deeply(\@both, ['200 PASSED', '429 REJECTED', '429 REJECTED'],
           'stacked: the local rule admits 1, then rejects')
     or diag(explain \@both);
+is($up->calls('evalsha') - $upcalls, 1, 'the requests the local store '
+   . 'rejects cost the zone that is up nothing, though its rule comes '
+   . 'first (no decision, no refund)');
 $res = http_get($port, '/up?k=c');
 is(remaining($res), 98,
    'the zone that is up counted only the admitted request (refunded)');
