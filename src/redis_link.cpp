@@ -453,7 +453,7 @@ void Link::recovered() {
         for (ngx_uint_t i = 0; i < nzones_; i++) {
             ngx_log_error(NGX_LOG_NOTICE, log_, 0,
                           "rl_zone \"%V\": redis %V is available again",
-                          &zones_[i]->name, &zone_->addr);
+                          &zones_[i]->name, &zones_[i]->addr);
         }
     }
 }
@@ -760,7 +760,7 @@ void Link::fail(const char *what, const char *detail) {
         ngx_log_error(NGX_LOG_ERR, log_, 0,
                       "rl_zone \"%V\": redis %V unavailable: %s: %s; "
                       "requests get failure=%s",
-                      &zones_[i]->name, &zone_->addr, what,
+                      &zones_[i]->name, &zones_[i]->addr, what,
                       detail != nullptr ? detail : "",
                       policy[zones_[i]->failure]);
     }
