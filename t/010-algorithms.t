@@ -399,11 +399,21 @@ for my $store (@STORES) {
 
         # -------------------------------------------------- from idle
         my $quick = $cap // $n;
-        is(codes(@idle), join(' ', (200) x $quick, 429, 429),
-           "$tag: from idle, $quick pass at once, then 429");
-        is(join(' ', map { $_->{rem} } @idle),
-           join(' ', reverse(0 .. $quick - 1), 0, 0),
-           "$tag: Remaining counts down to 0");
+        # a meter refills one request per T: a burst the host stretched
+        # past T (a stalled VM) may rightly admit one more, and the
+        # bounds below, taken from its first admission, no longer hold
+        # (check_common still holds every admission to C + elapsed / T)
+        my $span = $idle[-1]{r} - $idle[0]{s};
+        my $stretched = defined $cap && $span >= $w / $n - $TOL;
+        SKIP: {
+            skip("$tag: the host stretched the burst from idle over "
+                 . fmt($span) . "s, more than a refill", 2) if $stretched;
+            is(codes(@idle), join(' ', (200) x $quick, 429, 429),
+               "$tag: from idle, $quick pass at once, then 429");
+            is(join(' ', map { $_->{rem} } @idle),
+               join(' ', reverse(0 .. $quick - 1), 0, 0),
+               "$tag: Remaining counts down to 0");
+        }
         check_common("$tag, from idle", $n, @idle, @poll);
         my @ra = map { $_->{ra} } grep { $_->{code} == 429 } @idle;
         my $max_ra = POSIX::ceil($alg eq 'sliding_window' ? 2 * $w
@@ -446,9 +456,12 @@ for my $store (@STORES) {
         # a stalled host spaces the polls out)
         my @early_rej = grep { $_->{code} == 429 && $_->{s} > $hi + $TOL }
                         @poll;
-        ok(!@early_rej, "$tag: no poll rejected after the bound ("
-                        . fmt($hi - $t0s) . 's)')
-            or diag('rejected at ' . fmt($early_rej[0]{s} - $t0s) . 's');
+        SKIP: {
+            skip("$tag: the burst from idle was stretched", 1) if $stretched;
+            ok(!@early_rej, "$tag: no poll rejected after the bound ("
+                            . fmt($hi - $t0s) . 's)')
+                or diag('rejected at ' . fmt($early_rej[0]{s} - $t0s) . 's');
+        }
 
         # -------------------------------------------------- sustained
         check_common("$tag, flood", $n, @flood);
