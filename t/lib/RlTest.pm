@@ -281,6 +281,16 @@ SERVER
         return;
     }
 
+    # each worker connects to Redis as it starts: let the handshake end
+    # (up to 3 s, asserting nothing) before the first request, whose
+    # timeout= (100 ms by default) a busy host's slow start would eat
+    my $http = _sect($block, 'http_config') // '';
+    if ($http =~ /redis=(?:127\.0\.0\.1:$RedisPort|unix:\Q$RedisSock\E)\b/) {
+        my $want = _word($block, 'workers') // 1;
+        wait_until(sub { $FileRedis->client_count('ngx_rl') >= $want },
+                   timeout => 3, interval => 0.02);
+    }
+
     my $reqs = _sect($block, 'request');
     $reqs = [ $reqs ] if defined $reqs && !ref $reqs;
     $reqs //= [];
