@@ -876,8 +876,8 @@ void ngx_http_rl_links_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
         if (link == nullptr) {
             continue;
         }
-        for (ngx_uint_t j = i; j < n; j++) {    /* its zones' pointers */
-            if (rmcf->links[j] == rmcf->links[i] && j != i) {
+        for (ngx_uint_t j = i + 1; j < n; j++) {    /* its other zones' */
+            if (rmcf->links[j] == rmcf->links[i]) {
                 rmcf->links[j] = nullptr;
             }
         }

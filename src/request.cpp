@@ -728,7 +728,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
         }
         if (group->call == nullptr) {
             failed(group); /* known down: the failure policy, at once */
-            if (group->local && !group->allowed) {
+            if (!group->error && !group->allowed) {
                 rejected = true;    /* the groups after it need not ask */
             }
             continue;
