@@ -3,11 +3,11 @@
 # other (one script call within a Redis zone, the embedded store's
 # two-phase decision within an embedded zone, a refund across zones).
 #
-# Rule A: rate=4r/s with a capacity of 2 (token_bucket burst=2, gcra or
+# Rule A: rate=2r/s with a capacity of 2 (token_bucket burst=2, gcra or
 # leaky_bucket burst=1); rule B: 5 per a long window (sliding_log 5r/10s,
 # ...). Each scenario, on its own key:
 #   1-2  two quick requests pass (A empty, B has counted 2)
-#   3    a third is rejected by A (binding rule A: X-RateLimit-Limit 4)
+#   3    a third is rejected by A (binding rule A: X-RateLimit-Limit 2)
 #   4-6  polling: every request A rejects is not counted by B, so the
 #        next three that A admits all pass (B: 5 counted)
 #   7    B is full: rejected by B (X-RateLimit-Limit of B)
@@ -22,9 +22,9 @@ use RlTest;
 my $r = start_redis();
 
 my %A = (
-    tb    => 'rate=4r/s algorithm=token_bucket burst=2',
-    gcra  => 'rate=4r/s algorithm=gcra burst=1',
-    leaky => 'rate=4r/s algorithm=leaky_bucket burst=1',
+    tb    => 'rate=2r/s algorithm=token_bucket burst=2',
+    gcra  => 'rate=2r/s algorithm=gcra burst=1',
+    leaky => 'rate=2r/s algorithm=leaky_bucket burst=1',
 );
 # name => [parameters, N]
 my %B = (
@@ -109,7 +109,7 @@ sub tag {
 
 sub scenario {
     my ($id, $nb) = @_;
-    my $na = 4;
+    my $na = 2;
     my $s = "/s/$id?k=$id";
     my @out = map { tag(hit($s), $na, $nb) } 1 .. 3;
     my ($rej_a, $rej_b, $last_ok) = (0, 0, 0);
@@ -127,11 +127,11 @@ sub scenario {
         push @out, $got ? tag($got, $na, $nb) : 'timeout';
         $last_ok = $got->{at} if $got && $got->{code} == 200;
     }
-    # B rejects everything while A refills (2 tokens take 0.5s)
+    # B rejects everything while A refills (2 tokens take 1 s)
     wait_until(sub {
         my $e = hit($s);
         $rej_b++ if tag($e, $na, $nb) eq '429B';
-        return now() - $last_ok > 0.6;
+        return now() - $last_ok > 1.1;
     }, timeout => 3, interval => 0.01);
     push @out, map { 'a:' . hit("/a/$id?k=$id")->{code} } 1 .. 3;
     return join(' ', @out) . " | rejected by A: $rej_a, by B: $rej_b";
@@ -139,7 +139,8 @@ sub scenario {
 
 my @todo = @SCEN;
 # six at a time: each scenario's first three requests must come within
-# a token's 250 ms, which twelve at once on a 2-core VM sometimes missed
+# a token's 500 ms, which twelve at once on a 2-core VM sometimes missed
+# (and missed 250 ms, at 4r/s, under heavy steal)
 while (my @batch = splice @todo, 0, 6) {
     my @kids = map {
         my $s = $_;
