@@ -110,8 +110,16 @@ sub tag {
 sub scenario {
     my ($id, $nb) = @_;
     my $na = 2;
-    my $s = "/s/$id?k=$id";
-    my @out = map { tag(hit($s), $na, $nb) } 1 .. 3;
+    # the first three must come within a token of A (500 ms): a host
+    # that stalls this process longer breaks the scenario's premise, not
+    # the rule, so it starts again on a fresh key (three tries at most)
+    my ($k, $s, @out);
+    for my $try (1 .. 3) {
+        ($k, $s) = ("$id-$try", "/s/$id?k=$id-$try");
+        my $t0 = now();
+        @out = map { tag(hit($s), $na, $nb) } 1 .. 3;
+        last if now() - $t0 < 0.45;
+    }
     my ($rej_a, $rej_b, $last_ok) = (0, 0, 0);
     for my $i (1 .. 4) {
         my $got;
@@ -127,13 +135,14 @@ sub scenario {
         push @out, $got ? tag($got, $na, $nb) : 'timeout';
         $last_ok = $got->{at} if $got && $got->{code} == 200;
     }
-    # B rejects everything while A refills (2 tokens take 1 s)
+    # B rejects everything while A refills (2 tokens take 1 s), and
+    # while a slow host lets fewer than five of its polls through
     wait_until(sub {
         my $e = hit($s);
         $rej_b++ if tag($e, $na, $nb) eq '429B';
-        return now() - $last_ok > 1.1;
+        return now() - $last_ok > 1.1 && $rej_b >= 5;
     }, timeout => 3, interval => 0.01);
-    push @out, map { 'a:' . hit("/a/$id?k=$id")->{code} } 1 .. 3;
+    push @out, map { 'a:' . hit("/a/$id?k=$k")->{code} } 1 .. 3;
     return join(' ', @out) . " | rejected by A: $rej_a, by B: $rej_b";
 }
 
