@@ -890,8 +890,10 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
     EXPECT_TRUE(d[4].allowed);
     EXPECT_EQ(d[2].out[0].remaining, 0);
     EXPECT_EQ(d[4].out[0].remaining, 3); /* f: d[1] and d[4] */
-    /* two keys: two GETs, two SETs, whatever the number of requests */
-    EXPECT_EQ(commandCalls("get"), 2);
+    /* two keys: each read once (with its block, one MGET) and written
+     * once, whatever the number of requests */
+    EXPECT_EQ(commandCalls("mget"), 2);
+    EXPECT_EQ(commandCalls("get"), 0);
     EXPECT_EQ(commandCalls("set"), 2);
     EXPECT_EQ(state(s).at("c"), "3");
     EXPECT_EQ(state(f).at("c"), "2");
@@ -943,7 +945,8 @@ TEST_F(LuaScript, BatchOfStackedRulesOnOneClient) {
     EXPECT_FALSE(d[4].allowed) << describe(d[4]);
     EXPECT_EQ(d[4].out[0].retryMs, 0) << describe(d[4]); /* gcra: yes */
     EXPECT_GT(d[4].out[1].retryMs, 0) << describe(d[4]);
-    EXPECT_EQ(commandCalls("get"), 2);
+    EXPECT_EQ(commandCalls("mget"), 2);
+    EXPECT_EQ(commandCalls("get"), 0);
     EXPECT_EQ(commandCalls("set"), 2);
     EXPECT_EQ(state(s).at("c"), "4");
     long long ttl = pttl(g.key);
@@ -1047,6 +1050,80 @@ TEST_F(LuaScript, RefundWithABadRequestGivesNothingBack) {
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->type, REDIS_REPLY_ERROR);
     EXPECT_EQ(state(f).at("c"), "2");
+}
+
+/* SPEC section 4: a manual block, the string PREFIX{VALUE}, rejects every rule
+ * of that key value while it exists, counts nothing, and says to retry
+ * when it ends (at most a minute: it is read again by then); other key
+ * values, and a refund, are not concerned. */
+TEST_F(LuaScript, BlockRejectsEveryRuleOfItsValueUntilItEnds) {
+    uint64_t t = windowStart(kDay) + 5;
+    Rule f = fixed("10.0.1.1", 100, kDay);
+    Rule s = sliding("10.0.1.1", 100, 60 * kSec);
+    Rule other = fixed("10.0.1.2", 100, kDay);
+    const std::string block = "rl:{10.0.1.1}";
+    command({"SET", block, "1", "PX", "5000"});
+
+    Decision d = decide({f, s}, t);
+    ASSERT_FALSE(d.allowed) << describe(d);
+    for (const RuleOutcome& o : d.out) {
+        EXPECT_EQ(o.remaining, 0) << describe(d);
+        EXPECT_GT(o.retryMs, 4000) << describe(d);
+        EXPECT_LE(o.retryMs, 5001) << describe(d);
+        EXPECT_EQ(o.resetMs, o.retryMs) << describe(d);
+    }
+    d = decide({f}, t);
+    EXPECT_FALSE(d.allowed) << describe(d);
+    ReplyPtr got = command({"EXISTS", f.key, s.key});
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->integer, 0) << "a blocked request counted";
+    EXPECT_TRUE(admits(other, t));
+
+    /* a dry-run rule reports the block and rejects nothing */
+    Rule dry = fixed("10.0.1.1", 100, kDay);
+    dry.dryRun = true;
+    d = decide({dry}, t);
+    EXPECT_TRUE(d.allowed) << describe(d);
+    EXPECT_GT(d.out[0].retryMs, 0) << describe(d);
+
+    /* no TTL, or a long one: read again within a minute */
+    command({"PERSIST", block});
+    d = decide({f}, t);
+    EXPECT_FALSE(d.allowed);
+    EXPECT_EQ(d.out[0].retryMs, 60000) << describe(d);
+    command({"EXPIRE", block, "86400"});
+    d = decide({f}, t);
+    EXPECT_EQ(d.out[0].retryMs, 60000) << describe(d);
+
+    /* one blocked value in a batch rejects its requests alone */
+    std::vector<Decision> b;
+    ASSERT_NO_FATAL_FAILURE(decideBatch(
+        {{{other}, -30}, {{f}, -20}, {{other, f}, -10}, {{other}, 0}}, &b));
+    EXPECT_TRUE(b[0].allowed);
+    EXPECT_FALSE(b[1].allowed);
+    EXPECT_FALSE(b[2].allowed);
+    EXPECT_EQ(b[2].out[0].retryMs, 0) << describe(b[2]);
+    EXPECT_TRUE(b[3].allowed);
+
+    /* sliding_log reads it too; a key of another type is no block */
+    Rule l = log("10.0.1.1", 100, 60 * kSec);
+    EXPECT_FALSE(decide({l}, t).allowed);
+    command({"DEL", block});
+    command({"HSET", block, "f", "1"});
+    EXPECT_TRUE(admits(l, t));
+    EXPECT_TRUE(admits(f, t));
+    command({"DEL", block});
+    EXPECT_TRUE(admits(f, t));
+    EXPECT_TRUE(admits(s, t));
+    EXPECT_EQ(state(f).at("c"), "2");
+
+    /* a refund gives back what was counted, block or not */
+    command({"SET", block, "1"});
+    ReplyPtr r = command(callArgv({{{f}, static_cast<int64_t>(t)}}, false,
+                                  true));
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->type, REDIS_REPLY_INTEGER);
+    EXPECT_EQ(state(f).at("c"), "1");
 }
 
 }  // namespace
