@@ -1,0 +1,48 @@
+# drive.py PORT SCRIPT MODE CALLS PID: loads SCRIPT into the Redis on
+# PORT (redis-server under callgrind, instrumentation off, pid PID),
+# warms up, then runs CALLS calls of MODE (one, hot8, dist8; see
+# bench/script-cost) with callgrind's instrumentation on, and dumps.
+# Calls are made as the module makes them (src/core/script.hpp).
+import socket, struct, sys, subprocess
+port=int(sys.argv[1]); script=open(sys.argv[2],'rb').read(); mode=sys.argv[3]; n=int(sys.argv[4])
+s=socket.create_connection(('127.0.0.1',port))
+f=s.makefile('rb')
+def cmd(*a):
+    out=b'*%d\r\n'%len(a)
+    for x in a:
+        if isinstance(x,str): x=x.encode()
+        out+=b'$%d\r\n%s\r\n'%(len(x),x)
+    s.sendall(out)
+    return read()
+def read():
+    l=f.readline()
+    t=l[:1]
+    if t==b'$':
+        ln=int(l[1:]); 
+        if ln<0: return None
+        d=f.read(ln+2); return d[:-2]
+    if t==b'*':
+        return [read() for _ in range(int(l[1:]))]
+    return l
+sha=cmd('SCRIPT','LOAD',script).decode()
+spec=struct.pack('<ddddd',1e9,60e6,0,0,0)+b'sliding_window'
+def call(keys,reqs):
+    head=b''
+    for k in reqs:
+        head+=struct.pack('<ddddd',1,0,k,1,1)
+    return cmd('EVALSHA',sha,str(len(keys)),*keys,head,spec)
+ctr=[0]
+def batch():
+    if mode=='one': return call(['rl:{10.0.0.1}:0123456789abcdef'],[1])
+    if mode=='hot8': return call(['rl:{10.0.0.1}:0123456789abcdef'],[1]*8)
+    if mode=='dist8':
+        ctr[0]+=1
+        keys=['rl:{10.%d.0.%d}:0123456789abcdef'%(ctr[0]%200,i) for i in range(8)]
+        return call(keys,list(range(1,9)))
+for _ in range(20): r=batch()
+assert isinstance(r,bytes), r
+pid=int(sys.argv[5])
+subprocess.run(['callgrind_control','-i','on',str(pid)],capture_output=True)
+for _ in range(n): batch()
+subprocess.run(['callgrind_control','-i','off',str(pid)],capture_output=True)
+subprocess.run(['callgrind_control','-d',str(pid)],capture_output=True)
