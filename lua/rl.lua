@@ -142,7 +142,11 @@ local function blocked(key, alg)
     if on then
         local ms = redis.call('PTTL', bk)
         if ms ~= -2 then    -- (-2: ended in between)
-            v = { (ms < 0 or ms >= 59000) and 60000000 or ms * 1000 + 1000 }
+            local retry = ms * 1000 + 1000  -- and the rest of its last ms
+            if ms < 0 or retry > 60000000 then
+                retry = 60000000
+            end
+            v = { retry }
         end
     end
     STATE[key] = v

@@ -37,7 +37,7 @@ def batch():
     if mode=='hot8': return call(['rl:{10.0.0.1}:0123456789abcdef'],[1]*8)
     if mode=='dist8':
         ctr[0]+=1
-        keys=['rl:{10.%d.0.%d}:0123456789abcdef'%(ctr[0]%200,i) for i in range(8)]
+        keys=['rl:{10.%d.%d}:0123456789abcdef'%(ctr[0],i) for i in range(8)]
         return call(keys,list(range(1,9)))
 for _ in range(20): r=batch()
 assert isinstance(r,bytes), r
