@@ -121,10 +121,11 @@ end
 -- decision reads it once per state key per call, with the state's GET
 -- (one MGET; meter.lua get() then finds the state in STATE): a call of
 -- 8 requests on 8 keys costs Redis 14% more instructions, of 8 on one
--- key 6% (bench/script-cost). A blocked state key's STATE is { retry in us }, a table of
--- length 1 (a state's table has 2 or 3 numbers, its string 16 or 24
--- bytes), which get() never reads: the key's rules reject at once. A
--- refund reads no block: it gives back what was counted.
+-- key 6% (bench/script-cost). A blocked state key's STATE is { retry
+-- in us }, a table of length 1 (a state's table has 2 or 3 numbers, its
+-- string 16 or 24 bytes), which get() never reads: the key's rules
+-- reject at once. A refund reads no block: it gives back what was
+-- counted.
 local function blocked(key, alg)
     local bk = string.sub(key, 1, -18)
     local on, v
