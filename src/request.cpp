@@ -291,11 +291,12 @@ ngx_shm_zone_t *denyZone(ngx_http_request_t *r) {
     return rmcf->deny;
 }
 
-/* Redis could not answer for the group (down, timed out, a bad reply):
- * failure=local decides it in this instance's memory (the request gets
- * that decision, its figures and headers, as from the embedded store);
- * else, or when that store has no room, the group is an error and gets
- * the failure policy. */
+/* The zone's store could not answer for the group (Redis down, timed
+ * out, a bad reply; the embedded store out of room): failure=local
+ * decides it in this instance's memory (the request gets that decision,
+ * its figures and headers, as from the embedded store); else, or when
+ * that store has no room either, the group is an error and gets the
+ * failure policy. (An embedded zone is never failure=local.) */
 void failed(ngx_http_rl_group_t *group) {
     group->done = 1;
     if (group->zone->failure == NGX_HTTP_RL_FAILURE_LOCAL &&
@@ -691,8 +692,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
         ngx_http_rl_group_t *group = &ctx->groups[g];
         if (ngx_http_rl_embedded(group->zone)) {
             if (ngx_http_rl_shm_decide(group) != NGX_OK) {
-                group->done = 1;
-                group->error = 1;
+                failed(group);
             }
         } else if (group->zone->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
             ngx_http_rl_link_t *link = linkFor(r, group->zone);
