@@ -19,8 +19,10 @@
 --           us (tests; a refund sends its decision's)
 --   k s c   the rule's key KEYS[k], its spec ARGV[s + 1], its cost c
 -- ARGV[2..] the specs of the call's rules, each once: limit N,
---           window_us W, burst B, delay D, dry run 1 or 0, packed like
---           ARGV[1], then the algorithm's name (see src/core/script.hpp)
+--           window_us W, burst B, delay D, flags (1: a dry run; 2: B
+--           is N's default, and follows an override of N), packed like
+--           ARGV[1], then the algorithm's name, a space and the rule's
+--           name (see src/core/script.hpp)
 -- ARGV[#ARGV] "refund" for a refund: give back what each request's
 --           decision, made at its time t, counted (another zone
 --           rejected it)
@@ -40,6 +42,10 @@
 --   verdict    > 0: the rule would reject the request, retry in as many
 --              us; else minus the delay before serving it (delay=), 0
 --              for none
+--          then, only if a key value's override (see override()) decided
+--          some rules, for each such rule in order: its index among the
+--          call's rules (0: the first rule of the first request) and the
+--          limit N it was decided with
 -- A request is admitted only if every rule that is not a dry run admits
 -- it; then every rule that admits it counts it (a dry-run rule that would
 -- reject it takes nothing, and never delays), otherwise none does (a
@@ -76,27 +82,69 @@ do
     clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- SPECS[s]: spec s read, { algorithm, limit, window, burst, delay, dry
--- }, once per call; or an error reply
+-- SPECS[s]: spec s read, { algorithm, limit, window, burst, delay, dry,
+-- algorithm's name, rule's name, burst follows the limit }, once per
+-- call; or an error reply
 local SPECS = {}
 local function spec(s)
     local text = s >= 1 and s < last and ARGV[s + 1]
     if not text or #text <= 40 then
         return redis.error_reply('ERR rl: bad arguments: no spec ' .. s)
     end
-    local limit, window, burst, delay, dry, at =
+    local limit, window, burst, delay, flags, at =
         struct.unpack('<ddddd', text)
-    local name = string.sub(text, at)
+    local sp = string.find(text, ' ', at, true) or #text + 1
+    local name = string.sub(text, at, sp - 1)
     local alg = algorithm(name)
     if alg == nil then
         return redis.error_reply('ERR rl: unknown algorithm ' .. name)
     end
-    if limit < 1 or window < 1 or burst < 0 or delay < 0 then
+    if limit < 1 or window < 1 or burst < 0 or delay < 0 or flags < 0 then
         return redis.error_reply('ERR rl: bad arguments in spec ' .. s)
     end
-    local v = { alg, limit, window, burst, delay, dry == 1 }
+    local v = { alg, limit, window, burst, delay, flags % 2 == 1, name,
+                string.sub(text, sp + 1), flags >= 2 }
     SPECS[s] = v
     return v
+end
+
+-- Per-key overrides (ops tooling): while the string PREFIX{VALUE} (see
+-- blocked()) reads "limit NAME=N [NAME=N ...]", each rule of that name
+-- decides that key value with limit N instead of its own (a token_bucket
+-- without burst=: its capacity too). An N that is not a whole number
+-- from 1 to 1e9 (sliding_log: 1e5), or that a bucket cannot compute
+-- exactly over its window (the bound nginx -t puts on a rule of a
+-- variable cost), leaves the rule as it is. OVR[key]: the spec the
+-- override gives the rule of state key key, read with its block (a
+-- spec's table, and true at [10]); ovr: some rule of the call has one
+-- (OVR is made then: a table costs about as much as a command).
+local OVR, ovr
+
+-- the spec key value's override, the string on, gives rule v, or nil
+local function override(v, on)
+    local s = ' ' .. on .. ' '
+    local _, e = string.find(s, ' ' .. v[8] .. '=', 7, true)
+    local n = e and tonumber(string.match(s, '^(%d+) ', e + 1))
+    local name = v[7]
+    if not n or n < 1 or n == v[2] or n > 1e9 or
+       (name == 'sliding_log' and n > 1e5) then
+        return nil
+    end
+    local burst = v[9] and n or v[4]
+    if name == 'token_bucket' or name == 'leaky_bucket' or name == 'gcra' then
+        -- as src/core/algorithm.cpp exactArithmetic(), cost up to K + 1
+        local a, b = n, v[3]
+        while b > 0 do
+            a, b = b, math.fmod(a, b)
+        end
+        local w, u = v[3] / a, n / a
+        local k = name == 'token_bucket' and burst or burst + 1
+        local sum = 2 * k + 1
+        if sum * w >= 2^53 - u or sum * w / u >= 2^52 then
+            return nil
+        end
+    end
+    return { v[1], n, v[3], burst, v[5], v[6], name, v[8], v[9], true }
 end
 
 -- an admitted request left the rule nothing (left <= cost): the reset
@@ -125,11 +173,12 @@ end
 -- in us }, a table of length 1 (a state's table has 2 or 3 numbers, its
 -- string 16 or 24 bytes), which get() never reads: the key's rules
 -- reject at once. A refund reads no block: it gives back what was
--- counted.
-local function blocked(key, alg)
+-- counted. A value starting "limit " is no block but an override (see
+-- override()), read here too, with the same MGET.
+local function blocked(key, spec)
     local bk = string.sub(key, 1, -18)
     local on, v
-    if alg.commit then
+    if spec[1].commit then
         -- sliding_log keeps no STATE (MGET: a key of another type is
         -- no block, as below)
         on, v = redis.call('MGET', bk)[1], false
@@ -140,7 +189,13 @@ local function blocked(key, alg)
             v = false   -- a foreign value: no state
         end
     end
-    if on then
+    if on and string.sub(on, 1, 6) == 'limit ' then
+        local o = override(spec, on)
+        if o then
+            OVR = OVR or {}
+            OVR[key], ovr = o, true
+        end
+    elseif on then
         local ms = redis.call('PTTL', bk)
         if ms ~= -2 then    -- (-2: ended in between)
             local retry = ms * 1000 + 1000  -- and the rest of its last ms
@@ -224,6 +279,8 @@ end
 -- a tenth of its instructions, a string for the clock alone a call of
 -- one request 3%)
 local parts = {}
+-- the overrides' records, after the parts (made with the first)
+local trailer
 -- a request of stacked rules, or a refund's: see below; fixes: its
 -- rules left nothing, whose reset is known once it is counted
 local pending, fixes
@@ -266,12 +323,15 @@ for pass = refunding and 1 or 2, 2 do
             local ok, left, reset, retry, wait, ttl, a, b, c
             local blk = STATE[key]
             if blk == nil then
-                blk = blocked(key, alg)
+                blk = blocked(key, v)
             end
             if blk and #blk == 1 then
                 blk = blk[1]
                 ok, left, reset, retry = false, 0, blk, blk
             else
+                if ovr then
+                    v = OVR[key] or v
+                end
                 ok, left, reset, retry, wait, ttl, a, b, c =
                     alg.check(key, now, v[2], v[3], v[4], cost, v[5])
             end
@@ -301,6 +361,10 @@ for pass = refunding and 1 or 2, 2 do
             else
                 parts[1] = struct.pack('<dddd', clock, left, reset, retry)
             end
+            if ovr and v[10] then
+                trailer = trailer or {}
+                trailer[#trailer + 1] = struct.pack('<dd', #parts - 1, v[2])
+            end
         else
             -- stacked rules (or a refund): each checked as its record is
             -- read; admitted only if every rule that is not a dry run
@@ -329,6 +393,14 @@ for pass = refunding and 1 or 2, 2 do
                     pos = nxt
                 end
                 if refunding then
+                    if pass == 2 then
+                        -- what the decision read: the override, if any
+                        local on = redis.call('MGET',
+                                              string.sub(key, 1, -18))[1]
+                        if on and string.sub(on, 1, 6) == 'limit ' then
+                            v = override(v, on) or v
+                        end
+                    end
                     pending[3 * i - 2], pending[3 * i - 1], pending[3 * i] =
                         key, v, cost
                 else
@@ -336,12 +408,15 @@ for pass = refunding and 1 or 2, 2 do
                     local ok, left, reset, retry, wait, ttl, a, b, c
                     local blk = STATE[key]
                     if blk == nil then
-                        blk = blocked(key, alg)
+                        blk = blocked(key, v)
                     end
                     if blk and #blk == 1 then
                         blk = blk[1]
                         ok, left, reset, retry = false, 0, blk, blk
                     else
+                        if ovr then
+                            v = OVR[key] or v
+                        end
                         ok, left, reset, retry, wait, ttl, a, b, c =
                             alg.check(key, now, v[2], v[3], v[4], cost, v[5])
                     end
@@ -375,6 +450,11 @@ for pass = refunding and 1 or 2, 2 do
                     else
                         parts[1] = struct.pack('<dddd', clock, left, reset,
                                                retry)
+                    end
+                    if ovr and v[10] then
+                        trailer = trailer or {}
+                        trailer[#trailer + 1] =
+                            struct.pack('<dd', #parts - 1, v[2])
                     end
                 end
             end
@@ -424,4 +504,7 @@ if refunding then
 end
 
 flush()
+if trailer then
+    return table.concat(parts) .. table.concat(trailer)
+end
 return table.concat(parts)

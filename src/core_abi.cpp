@@ -101,19 +101,22 @@ const char *rl_script_sha(void) noexcept {
     return rl::scriptSha().data();
 }
 
-size_t rl_spec_len(int algorithm) noexcept {
+size_t rl_spec_len(int algorithm, size_t name_len) noexcept {
     return rl::specBytes(rl::algorithmName(static_cast<rl::Algorithm>(
-        algorithm)));
+                             algorithm)),
+                         {"", 0}) + name_len;
 }
 
 unsigned char *rl_spec_write(unsigned char *out, int algorithm,
+                             const char *name, size_t name_len,
                              uint64_t limit, uint64_t window_us,
-                             uint64_t burst, uint64_t delay,
-                             int dry) noexcept {
+                             uint64_t burst, uint64_t delay, int dry,
+                             int burst_follows) noexcept {
     return rl::writeSpec(out,
                          rl::algorithmName(static_cast<rl::Algorithm>(
                              algorithm)),
-                         limit, window_us, burst, delay, dry != 0);
+                         {name, name_len}, limit, window_us, burst, delay,
+                         dry != 0, burst_follows != 0);
 }
 
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,

@@ -39,6 +39,7 @@ struct Entry {
     ngx_queue_t         queue;
     int64_t             until;      /* CLOCK_MONOTONIC, us */
     int64_t             remaining;
+    int64_t             limit;      /* a key value's override, or 0 */
 };
 
 /* An entry's name: the rule (its state's id, its configuration and its
@@ -143,7 +144,7 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
     if (e != nullptr && e->until > now) {
         int64_t us = e->until - now;
         int64_t ms = rl::msCeil(us);
-        *out = {e->remaining, ms, ms, 0, us};
+        *out = {e->remaining, ms, ms, 0, us, e->limit};
         found = 1;
     }
     ngx_shmtx_unlock(&pool->mutex);
@@ -207,6 +208,7 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     }
     e->until = until;
     e->remaining = o->remaining;
+    e->limit = o->limit;
     ngx_queue_insert_head(&sh->queue, &e->queue);
     if (until > sh->latest) {
         sh->latest = until;

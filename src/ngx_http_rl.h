@@ -105,6 +105,7 @@ typedef struct {
     ngx_str_t                   limit_text; /* in decimal, for headers */
     uint64_t                    window_us;
     uint64_t                    burst;      /* effective */
+    ngx_uint_t                  burst_follows; /* burst is N's default */
     uint64_t                    delay;      /* effective */
     uint64_t                    cost;       /* when constant */
     ngx_http_complex_value_t   *cost_cv;    /* cost=$variable */
@@ -296,9 +297,10 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     ngx_http_rl_loc_conf_t *lcf) RL_NOEXCEPT;
+/* limits: per rule of the group, a key value's override of its N (0:
+ * none), or NULL for none */
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
-    int64_t clock_us)
-    RL_NOEXCEPT;
+    int64_t clock_us, const int64_t *limits) RL_NOEXCEPT;
 void ngx_http_rl_refund_done(ngx_http_rl_group_t *group, int noscript)
     RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;

@@ -738,6 +738,9 @@ ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
                   ? (uint64_t) ra->burst
                   : rl_algorithm_default_burst(alg, rule->limit);
 
+    /* token_bucket's default, N: a key value's override of N sets it */
+    rule->burst_follows = (ra->burst < 0 && rule->burst == rule->limit);
+
     if (rl_algorithm_takes_burst(alg) && rule->burst == 0
         && !rl_algorithm_takes_delay(alg))
     {
@@ -791,7 +794,7 @@ ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
     u_char  *p, cost[8];
     size_t   len;
 
-    len = rl_spec_len((int) rule->algorithm);
+    len = rl_spec_len((int) rule->algorithm, rule->name.len);
 
     p = ngx_pnalloc(cf->pool, 2 * len + NGX_INT64_LEN);
     if (p == NULL) {
@@ -805,13 +808,16 @@ ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
 
     rule->spec.data = p;
     rule->spec.len = len;
-    p = rl_spec_write(p, (int) rule->algorithm, rule->limit, rule->window_us,
-                      rule->burst, rule->delay, 0);
+    p = rl_spec_write(p, (int) rule->algorithm, (char *) rule->name.data,
+                      rule->name.len, rule->limit, rule->window_us,
+                      rule->burst, rule->delay, 0, (int) rule->burst_follows);
 
     rule->dry_spec.data = p;
     rule->dry_spec.len = len;
-    (void) rl_spec_write(p, (int) rule->algorithm, rule->limit,
-                         rule->window_us, rule->burst, rule->delay, 1);
+    (void) rl_spec_write(p, (int) rule->algorithm, (char *) rule->name.data,
+                         rule->name.len, rule->limit, rule->window_us,
+                         rule->burst, rule->delay, 1,
+                         (int) rule->burst_follows);
 
     /* what the deny cache keys on besides the state: a reload that
      * changes any of it starts afresh */

@@ -36,7 +36,7 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
 {
     u_char                  *p;
     int64_t                  reset;
-    ngx_str_t                remaining, reset_text;
+    ngx_str_t                remaining, reset_text, limit;
     ngx_http_rl_ctx_t       *ctx;
     ngx_http_rl_rule_t      *rule;
     rl_outcome_t            *o;
@@ -71,10 +71,18 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
     reset = ngx_http_rl_reset_seconds(ctx);
 
     /* the per-request figures in one piece of the pool; the limit was
-     * printed at configuration */
-    p = ngx_pnalloc(r->pool, 2 * NGX_INT64_LEN);
+     * printed at configuration, but for a key value's override */
+    p = ngx_pnalloc(r->pool, 3 * NGX_INT64_LEN);
     if (p == NULL) {
         return NGX_ERROR;
+    }
+
+    limit = rule->limit_text;
+
+    if (o->limit > 0) {
+        limit.data = p;
+        p = ngx_http_rl_decimal(p, o->limit);
+        limit.len = p - limit.data;
     }
 
     remaining.data = p;
@@ -85,8 +93,7 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
     p = ngx_http_rl_decimal(p, reset);
     reset_text.len = p - reset_text.data;
 
-    if (ngx_http_rl_add_header(r, "X-RateLimit-Limit", 17, &rule->limit_text)
-           != NGX_OK
+    if (ngx_http_rl_add_header(r, "X-RateLimit-Limit", 17, &limit) != NGX_OK
         || ngx_http_rl_add_header(r, "X-RateLimit-Remaining", 21, &remaining)
            != NGX_OK
         || ngx_http_rl_add_header(r, "X-RateLimit-Reset", 17, &reset_text)
@@ -125,6 +132,7 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
 {
     size_t               len;
     u_char              *p;
+    uint64_t             q;
     ngx_uint_t           i, n;
     ngx_table_elt_t     *h;
     ngx_http_rl_rule_t  *rules;
@@ -158,8 +166,12 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
             *p++ = ','; *p++ = ' ';
         }
 
+        /* a key value's override of N, where it decided */
+        q = (ctx->decided[i] && ctx->outcomes[i].limit > 0)
+            ? (uint64_t) ctx->outcomes[i].limit : rules[i].limit;
+
         p = ngx_http_rl_sf_string(p, &rules[i].name);
-        p = ngx_sprintf(p, ";q=%uL;w=%uL", rules[i].limit,
+        p = ngx_sprintf(p, ";q=%uL;w=%uL", q,
                         (rules[i].window_us + 999999) / 1000000);
     }
 

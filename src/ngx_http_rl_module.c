@@ -264,6 +264,11 @@ ngx_http_rl_figure_variable(ngx_http_request_t *r,
 
     switch (data) {
     case 0:
+        if (o->limit > 0) {
+            n = o->limit;  /* a key value's override */
+            break;
+        }
+
         v->data = rule->limit_text.data;
         v->len = rule->limit_text.len;
         v->valid = 1;

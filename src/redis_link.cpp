@@ -20,6 +20,7 @@
 
 #include "clock.hpp"
 #include "core/reply.hpp"
+#include "core/script.hpp"
 
 namespace rl {
 namespace {
@@ -149,7 +150,8 @@ private:
     void schedule();
     bool command(redisCallbackFn *fn, int argc, const char **argv,
                  const size_t *len);
-    void answer(Call *call, const redisReply *reply, int64_t clockUs = -1);
+    void answer(Call *call, const redisReply *reply, int64_t clockUs = -1,
+                const int64_t *limits = nullptr);
     void enqueue(Call *call);
     Call *take(ngx_http_rl_group_t *group);
 
@@ -605,12 +607,13 @@ void Link::flush() {
 }
 
 /* Hands a call its reply (NULL: none) and frees it. */
-void Link::answer(Call *call, const redisReply *reply, int64_t clockUs) {
+void Link::answer(Call *call, const redisReply *reply, int64_t clockUs,
+                  const int64_t *limits) {
     ngx_http_rl_group_t *group = call->group;
     release(call);
     if (group != nullptr) {
         group->call = nullptr;
-        ngx_http_rl_group_done(group, reply, clockUs);
+        ngx_http_rl_group_done(group, reply, clockUs, limits);
     }
 }
 
@@ -658,9 +661,15 @@ void Link::replied(Batch *batch, redisReply *reply) {
     }
 
     bool noScript = isNoScript(reply);
-    /* Anything but an error or Redis' clock and each call's part is no
-     * reply of the script's: its requests get the failure policy. */
+    /* Anything but an error or Redis' clock, each call's part and the
+     * overrides' trailer is no reply of the script's: its requests get
+     * the failure policy. */
     int64_t clock = replyClock(reply);
+    size_t want = kClockBytes, rules = 0;
+    for (Call *c = batch->first; c != nullptr; c = c->next) {
+        want += replyBytes(c->rules);
+        rules += c->rules;
+    }
     if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
         if (!noScript && !replyErrors_) {
             replyErrors_ = true;
@@ -669,12 +678,9 @@ void Link::replied(Batch *batch, redisReply *reply) {
                           &label_, &zone_->addr, reply->str);
         }
     } else if (reply != nullptr) {
-        size_t want = kClockBytes;
-        for (Call *c = batch->first; c != nullptr; c = c->next) {
-            want += replyBytes(c->rules);
-        }
-        if (reply->type != REDIS_REPLY_STRING || reply->len != want ||
-            clock <= 0)
+        if (reply->type != REDIS_REPLY_STRING || reply->len < want ||
+            clock <= 0 ||
+            !validTrailer(reply->str + want, reply->len - want, rules))
         {
             clock = -1;
             if (!replyErrors_) {
@@ -696,6 +702,14 @@ void Link::replied(Batch *batch, redisReply *reply) {
 
     size_t at = kClockBytes;
     redisReply slice;
+    /* the overrides' records (lua/rl.lua), rarely any */
+    const char *trailer = nullptr;
+    size_t trailerLen = 0, record = 0, rule = 0;
+    int64_t limits[kMaxRulesPerCall];
+    if (clock > 0 && reply->len > want) {
+        trailer = reply->str + want;
+        trailerLen = reply->len - want;
+    }
     Call *c = batch->first;
     batch->next = freeBatches_;
     freeBatches_ = batch;
@@ -711,7 +725,12 @@ void Link::replied(Batch *batch, redisReply *reply) {
             evalNext_ = true;
             enqueue(c);
         } else {
-            answer(c, replyPart(reply, &at, c->rules, &slice), clock);
+            bool any = trailer != nullptr && c->rules <= kMaxRulesPerCall &&
+                       trailerLimits(trailer, trailerLen, &record, rule,
+                                     c->rules, limits);
+            rule += c->rules;
+            answer(c, replyPart(reply, &at, c->rules, &slice), clock,
+                   any ? limits : nullptr);
         }
         c = next;
     }

@@ -748,7 +748,8 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
 }
 
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
-                            int64_t clock_us) noexcept {
+                            int64_t clock_us,
+                            const int64_t *limits) noexcept {
     ngx_http_rl_ctx_t *ctx = group->ctx;
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     rl_outcome_t out[RL_MAX_RULES];
@@ -772,6 +773,9 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
         group->allowed = allowed ? 1 : 0;
         group->now_us = clock_us - group->age_us;
         for (ngx_uint_t k = 0; k < group->nrules; k++) {
+            if (limits != nullptr) {
+                out[k].limit = limits[k];
+            }
             ctx->outcomes[group->rules[k]] = out[k];
             ctx->decided[group->rules[k]] = 1;
         }

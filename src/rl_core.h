@@ -26,6 +26,7 @@ typedef struct {
     int64_t   retry_ms;
     int64_t   delay_ms;
     int64_t   retry_us;     /* retry_ms before rounding up */
+    int64_t   limit;        /* a key value's override of N; 0: none */
 } rl_outcome_t;
 
 typedef enum {
@@ -67,12 +68,13 @@ const char *rl_script_text(size_t *len) RL_NOEXCEPT;
 const char *rl_script_sha(void) RL_NOEXCEPT;
 
 /* A rule's spec for the script (src/core/script.hpp writeSpec):
- * rl_spec_len(algorithm) bytes, written by rl_spec_write, which returns
- * the end. */
-size_t rl_spec_len(int algorithm) RL_NOEXCEPT;
+ * rl_spec_len(algorithm, name_len) bytes, written by rl_spec_write,
+ * which returns the end. burst_follows: burst is the limit's default
+ * (a key value's override of the limit changes it too). */
+size_t rl_spec_len(int algorithm, size_t name_len) RL_NOEXCEPT;
 unsigned char *rl_spec_write(unsigned char *out, int algorithm,
-    uint64_t limit, uint64_t window_us, uint64_t burst, uint64_t delay,
-    int dry) RL_NOEXCEPT;
+    const char *name, size_t name_len, uint64_t limit, uint64_t window_us,
+    uint64_t burst, uint64_t delay, int dry, int burst_follows) RL_NOEXCEPT;
 
 /* Decodes one request's part of an EVALSHA reply (a hiredis
  * redisReply *), its rules of these costs, dry runs or not

@@ -292,7 +292,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
         const rl::Figures &f = figures[k];
         ctx->outcomes[i] = {f.remaining, rl::msCeil(f.resetUs),
                             rl::msCeil(f.retryUs), rl::msCeil(f.delayUs),
-                            f.retryUs};
+                            f.retryUs, 0};
         ctx->decided[i] = 1;
     }
     g->allowed = allowed ? 1 : 0;

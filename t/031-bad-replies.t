@@ -18,9 +18,10 @@ use Time::HiRes ();
 
 sub bulk { my ($s) = @_; return '$' . length($s) . "\r\n$s\r\n" }
 
+# a reply of the script's; with overrides' records when given some
 sub good {
     my $clock = int(Time::HiRes::time() * 1e6);
-    return bulk(pack('d<4', $clock, 10, 1000000, 0));
+    return bulk(pack('d<*', $clock, 10, 1000000, 0, @_));
 }
 
 my @REPLIES = (
@@ -37,6 +38,13 @@ my @REPLIES = (
     ['negative left' => bulk(pack('d<4', 1e15, -5, 1000000, 0))],
     ['fractional figure' => bulk(pack('d<4', 1e15, 10, 0.5, 0))],
     ['the previous layout' => bulk(pack('d<6', 1, 9, 1000000, 0, 0, 1e15))],
+    # after the figures, overrides' records: (rule index, limit) each
+    [override => good(0, 50)],
+    ['half a record' => bulk(pack('d<5', 1e15, 10, 1000000, 0, 0))],
+    ['a record of rule 1 of 1' => good(1, 50)],
+    ['an override of 0' => good(0, 0)],
+    ['an override of 1.5' => good(0, 1.5)],
+    ['two records of rule 0' => good(0, 50, 0, 60)],
     ['1 MB string' => bulk('x' x (1 << 20))],
     [good => good()],
     ['error reply' => "-ERR boom\r\n"],
@@ -116,8 +124,13 @@ for my $i (0 .. $#REPLIES) {
     my ($what) = @{ $REPLIES[$i] };
     my $t = http_get($port, '/t', -timeout => 10);
     if ($what eq 'good') {
-        is("$t->{code} $t->{headers}{'x-ratelimit-remaining'}", '200 9',
+        is("$t->{code} $t->{headers}{'x-ratelimit-remaining'} "
+           . $t->{headers}{'x-ratelimit-limit'}, '200 9 100',
            "reply $i, a good one: decided");
+    } elsif ($what eq 'override') {
+        is("$t->{code} $t->{headers}{'x-ratelimit-remaining'} "
+           . $t->{headers}{'x-ratelimit-limit'}, '200 9 50',
+           "reply $i, an override's: decided with its limit");
     } else {
         is("$t->{code} $t->{headers}{'x-rl-status'}", '429 ERROR',
            "reply $i, $what: failure=closed");

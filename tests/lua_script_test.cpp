@@ -46,11 +46,18 @@ protected:
         ASSERT_NE(r, nullptr);
         ASSERT_EQ(r->type, REDIS_REPLY_STRING)
             << std::string(r->str != nullptr ? r->str : "", r->len);
-        size_t at = 0;
+        size_t at = 0, rules = 0;
         for (const Request& q : requests) {
             out->push_back(part(r.get(), at, q));
             ASSERT_EQ(out->back().status, ReplyStatus::Ok);
             at += rl::replyBytes(q.first.size());
+            rules += q.first.size();
+        }
+        size_t next = 0, from = 0, base = out->size() - requests.size();
+        for (size_t i = 0; i < requests.size(); i++) {
+            ASSERT_NO_FATAL_FAILURE(readTrailer(r.get(), at, rules, &next,
+                                                from, &(*out)[base + i]));
+            from += requests[i].first.size();
         }
     }
 };
@@ -1129,6 +1136,107 @@ TEST_F(LuaScript, BlockRejectsEveryRuleOfItsValueUntilItEnds) {
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->type, REDIS_REPLY_INTEGER);
     EXPECT_EQ(state(f).at("c"), "1");
+}
+
+/* "limit NAME=N ..." in PREFIX{VALUE}: the rules of that name decide
+ * that key value with limit N, and the reply says so */
+TEST_F(LuaScript, OverrideGivesTheNamedRulesAnotherLimitForItsValue) {
+    uint64_t t = windowStart(kDay) + 5;
+    Rule f = fixed("10.0.2.1", 2, kDay);
+    f.name = "api";
+    Rule s = sliding("10.0.2.1", 100, 60 * kSec);
+    s.name = "api 2";  /* a name with a space */
+    Rule other = fixed("10.0.2.2", 2, kDay);
+    other.name = "api";
+    const std::string ovr = "rl:{10.0.2.1}";
+    command({"SET", ovr, "limit x=1 api=5 api 2=7"});
+
+    for (int64_t left = 5; left > 0; left--) {
+        Decision d = decide({f, s}, t);
+        ASSERT_TRUE(d.allowed) << describe(d);
+        EXPECT_EQ(d.out[0].remaining, left - 1) << describe(d);
+        EXPECT_EQ(d.out[0].limit, 5);
+        EXPECT_EQ(d.out[1].limit, 7);
+    }
+    Decision d = decide({f}, t);
+    EXPECT_FALSE(d.allowed) << describe(d);
+    EXPECT_EQ(d.out[0].limit, 5);
+    /* another value keeps the rule's own: limit 0 in the reply */
+    d = decide({other}, t);
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.out[0].limit, 0);
+    EXPECT_EQ(d.out[0].remaining, 1);
+
+    /* in a batch, each rule's record says which rule it is */
+    std::vector<Decision> b;
+    ASSERT_NO_FATAL_FAILURE(decideBatch(
+        {{{other}, static_cast<int64_t>(t)},
+         {{s}, static_cast<int64_t>(t)},
+         {{other, s}, static_cast<int64_t>(t)},
+         {{f}, static_cast<int64_t>(t)}}, &b));
+    EXPECT_EQ(b[0].out[0].limit, 0);
+    EXPECT_EQ(b[1].out[0].limit, 7);
+    EXPECT_EQ(b[2].out[0].limit, 0);
+    EXPECT_EQ(b[2].out[1].limit, 7);
+    EXPECT_EQ(b[3].out[0].limit, 5);
+    EXPECT_FALSE(b[3].allowed);
+
+    /* a name that only ends like the rule's, or an N that is no whole
+     * number from 1 to 1e9: the rule's own limit; lifted: its own again,
+     * with what was counted */
+    for (const char* v : {"limit xapi=50", "limit api=0", "limit api=abc",
+                          "limit api=5.5", "limit api=", "limit api=-3",
+                          "limit api=2000000000", "limit API=50"}) {
+        command({"SET", ovr, v});
+        d = decide({f}, t);
+        EXPECT_FALSE(d.allowed) << v << ": " << describe(d);
+        EXPECT_EQ(d.out[0].limit, 0) << v;
+    }
+    command({"SET", ovr, "limit api=8"});
+    EXPECT_TRUE(admits(f, t));
+    command({"DEL", ovr});
+    d = decide({f}, t);
+    EXPECT_FALSE(d.allowed);
+    EXPECT_EQ(state(f).at("c"), "6");
+}
+
+/* token_bucket without burst=: its capacity follows the override; with
+ * burst=, the rate alone; a refund gives back in the override's terms */
+TEST_F(LuaScript, OverrideOfATokenBucketAndItsRefund) {
+    uint64_t t = windowStart(kDay) + 5;
+    Rule follows = token("10.0.2.3", 2, kSec, 2);
+    follows.name = "tb";
+    follows.burstFollows = true;
+    Rule fixedBurst = token("10.0.2.3", 2, 2 * kSec, 2);
+    fixedBurst.name = "tb2";
+    command({"SET", "rl:{10.0.2.3}", "limit tb=10 tb2=10"});
+
+    Decision d = decide({follows}, t);
+    ASSERT_TRUE(d.allowed) << describe(d);
+    EXPECT_EQ(d.out[0].remaining, 9);
+    EXPECT_EQ(d.out[0].limit, 10);
+    refund({follows}, t);
+    d = decide({follows}, t);
+    EXPECT_EQ(d.out[0].remaining, 9) << "the refund filled a bucket of 2";
+
+    d = decide({fixedBurst}, t);
+    EXPECT_EQ(d.out[0].remaining, 1) << describe(d);
+    EXPECT_EQ(d.out[0].limit, 10);
+    EXPECT_TRUE(admits(fixedBurst, t));
+    EXPECT_FALSE(admits(fixedBurst, t));
+    /* 10 per 2 s: one more after 200 ms */
+    EXPECT_TRUE(admits(fixedBurst, t + 200 * kMs + 1));
+
+    /* sliding_log: at most 1e5 */
+    Rule l = log("10.0.2.4", 1, 60 * kSec);
+    l.name = "log";
+    command({"SET", "rl:{10.0.2.4}", "limit log=100001"});
+    EXPECT_TRUE(admits(l, t));
+    EXPECT_FALSE(admits(l, t));
+    command({"SET", "rl:{10.0.2.4}", "limit log=3"});
+    EXPECT_TRUE(admits(l, t));
+    EXPECT_TRUE(admits(l, t));
+    EXPECT_FALSE(admits(l, t));
 }
 
 }  // namespace

@@ -94,6 +94,8 @@ struct Rule {
     uint64_t cost = 1;
     uint64_t delay = 0;
     bool dryRun = false;
+    std::string name = "r";     /* what an override names */
+    bool burstFollows = false;  /* burst is the limit's default */
 };
 
 struct Decision {
@@ -269,10 +271,10 @@ protected:
 
     /* A rule's spec, as the module makes it (src/core/script.hpp). */
     static std::string specOf(const Rule& r) {
-        std::string spec(rl::specBytes(r.algorithm), '\0');
+        std::string spec(rl::specBytes(r.algorithm, r.name), '\0');
         auto* p = reinterpret_cast<unsigned char*>(spec.data());
-        rl::writeSpec(p, r.algorithm, r.limit, r.windowUs, r.burst, r.delay,
-                      r.dryRun);
+        rl::writeSpec(p, r.algorithm, r.name, r.limit, r.windowUs, r.burst,
+                      r.delay, r.dryRun, r.burstFollows);
         return spec;
     }
 
@@ -358,15 +360,39 @@ protected:
         return d;
     }
 
+    /* The overrides' limits of a call's rules [from, from + n) from its
+     * reply's trailer, after `parts` bytes of parts, as the module reads
+     * them (src/redis_link.cpp), into d's outcomes; *next as
+     * rl::trailerLimits() keeps it. */
+    static void readTrailer(const redisReply* reply, size_t parts,
+                            size_t rules, size_t* next, size_t from,
+                            Decision* d) {
+        size_t want = rl::kClockBytes + parts;
+        ASSERT_GE(reply->len, want);
+        const char* trailer = reply->str + want;
+        size_t len = reply->len - want;
+        ASSERT_TRUE(rl::validTrailer(trailer, len, rules))
+            << "the overrides' trailer: " << len << " bytes";
+        int64_t limits[rl::kMaxRulesPerCall];
+        size_t n = d->out.size();
+        if (rl::trailerLimits(trailer, len, next, from, n, limits)) {
+            for (size_t i = 0; i < n; i++) {
+                d->out[i].limit = limits[i];
+            }
+        }
+    }
+
     Decision call(const std::vector<Rule>& rules, uint64_t nowUs,
                   bool sha = false) {
         ReplyPtr reply = run(rules, nowUs, sha, false);
         Decision d = decodePart(reply.get(), 0, rules,
                                 static_cast<int64_t>(nowUs));
         if (d.status == ReplyStatus::Ok) {
-            EXPECT_EQ(reply->len, rl::kClockBytes + rl::replyBytes(
-                                                        rules.size()))
-                << "a call of one request replies with its clock and part";
+            /* a call of one request replies with its clock and part, and
+             * the overrides that decided it */
+            size_t next = 0;
+            readTrailer(reply.get(), rl::replyBytes(rules.size()),
+                        rules.size(), &next, 0, &d);
             EXPECT_GT(rl::replyClock(reply.get()), 0);
         }
         return d;

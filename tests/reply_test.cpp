@@ -411,4 +411,48 @@ TEST_F(Reply, Clock) {
     EXPECT_EQ(rl::replyClock(nullptr), -1);
 }
 
+/* The overrides' trailer: (rule index, limit) records, indexes
+ * increasing below the call's rules, limits those of a rate. */
+std::string packed(std::initializer_list<double> v) {
+    std::string s;
+    for (double d : v) {
+        char b[8];
+        std::memcpy(b, &d, 8);  /* little-endian hosts (the tests') */
+        s.append(b, 8);
+    }
+    return s;
+}
+
+TEST(Trailer, ValidRecords) {
+    EXPECT_TRUE(rl::validTrailer("", 0, 1));
+    std::string t = packed({0, 50, 2, 1000000000});
+    EXPECT_TRUE(rl::validTrailer(t.data(), t.size(), 3));
+    EXPECT_FALSE(rl::validTrailer(t.data(), t.size(), 2)) << "rule 2 of 2";
+    EXPECT_FALSE(rl::validTrailer(t.data(), t.size() - 8, 3)) << "half";
+    for (const std::string& bad :
+         {packed({0, 0}), packed({0, 1.5}), packed({0, 1e9 + 1}),
+          packed({-1, 5}), packed({0.5, 5}), packed({1, 5, 1, 6}),
+          packed({1, 5, 0, 6}), packed({0, double(NAN)})}) {
+        EXPECT_FALSE(rl::validTrailer(bad.data(), bad.size(), 4));
+    }
+}
+
+TEST(Trailer, LimitsOfEachCallInTurn) {
+    /* three calls of 2, 1 and 3 rules; overrides of rules 1, 3 and 5 */
+    std::string t = packed({1, 10, 3, 30, 5, 50});
+    size_t next = 0;
+    int64_t limits[3];
+    ASSERT_TRUE(rl::validTrailer(t.data(), t.size(), 6));
+    EXPECT_TRUE(rl::trailerLimits(t.data(), t.size(), &next, 0, 2, limits));
+    EXPECT_EQ(limits[0], 0);
+    EXPECT_EQ(limits[1], 10);
+    EXPECT_FALSE(rl::trailerLimits(t.data(), t.size(), &next, 2, 1, limits));
+    EXPECT_EQ(limits[0], 0);
+    EXPECT_TRUE(rl::trailerLimits(t.data(), t.size(), &next, 3, 3, limits));
+    EXPECT_EQ(limits[0], 30);
+    EXPECT_EQ(limits[1], 0);
+    EXPECT_EQ(limits[2], 50);
+    EXPECT_EQ(next, 3u);
+}
+
 }  // namespace

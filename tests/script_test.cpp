@@ -98,19 +98,27 @@ TEST(Script, PutDoubleIsLittleEndian) {
     }
 }
 
-TEST(Script, SpecIsItsNumbersThenTheAlgorithm) {
-    std::string spec(rl::specBytes("token_bucket"), '?');
+TEST(Script, SpecIsItsNumbersThenTheAlgorithmAndTheRule) {
+    std::string spec(rl::specBytes("token_bucket", "api 2"), '?');
     auto* p = reinterpret_cast<unsigned char*>(spec.data());
-    EXPECT_EQ(rl::writeSpec(p, "token_bucket", 10, 1000000, 20, 0, true),
+    EXPECT_EQ(rl::writeSpec(p, "token_bucket", "api 2", 10, 1000000, 20, 0,
+                            true, false),
               p + spec.size());
-    EXPECT_EQ(spec.size(), 40u + 12u);
+    EXPECT_EQ(spec.size(), 40u + 12u + 1u + 5u);
     const double want[] = {10, 1000000, 20, 0, 1};
     for (size_t i = 0; i < rl::kSpecNumbers; i++) {
         EXPECT_EQ(rl::doubleAt(spec.data(), i), want[i]) << i;
     }
-    EXPECT_EQ(spec.substr(40), "token_bucket");
-    rl::writeSpec(p, "token_bucket", 10, 1000000, 20, 0, false);
+    EXPECT_EQ(spec.substr(40), "token_bucket api 2");
+    rl::writeSpec(p, "token_bucket", "api 2", 10, 1000000, 20, 0, false,
+                  false);
     EXPECT_EQ(rl::doubleAt(spec.data(), 4), 0);
+    rl::writeSpec(p, "token_bucket", "api 2", 10, 1000000, 10, 0, false,
+                  true);
+    EXPECT_EQ(rl::doubleAt(spec.data(), 4), 2);
+    rl::writeSpec(p, "token_bucket", "api 2", 10, 1000000, 10, 0, true,
+                  true);
+    EXPECT_EQ(rl::doubleAt(spec.data(), 4), 3);
 }
 
 /* A request of n rules: n and t, then each rule's key, spec and cost. */

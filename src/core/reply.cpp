@@ -1,5 +1,6 @@
 #include "reply.hpp"
 
+#include "rate.hpp"
 #include "script.hpp"
 
 #include <hiredis/hiredis.h>
@@ -95,6 +96,44 @@ ReplyStatus decodeFigures(const redisReply* part, size_t rules,
     }
     *allowed = admitted;
     return ReplyStatus::Ok;
+}
+
+bool validTrailer(const char* bytes, size_t len, size_t rules) {
+    if (len % kTrailerRecordBytes != 0) {
+        return false;
+    }
+    int64_t last = -1;
+    for (size_t r = 0; r < len / kTrailerRecordBytes; r++) {
+        int64_t index, limit;
+        if (!wholeAt(bytes, 2 * r, &index) || index <= last ||
+            index >= static_cast<int64_t>(rules) ||
+            !wholeAt(bytes, 2 * r + 1, &limit) || limit < 1 ||
+            limit > static_cast<int64_t>(kMaxLimit)) {
+            return false;
+        }
+        last = index;
+    }
+    return true;
+}
+
+bool trailerLimits(const char* bytes, size_t len, size_t* next, size_t from,
+                   size_t n, int64_t* limits) {
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        limits[i] = 0;
+    }
+    for (; *next < len / kTrailerRecordBytes; ++*next) {
+        auto index = static_cast<size_t>(doubleAt(bytes, 2 * *next));
+        if (index >= from + n) {
+            break;
+        }
+        if (index >= from) {
+            limits[index - from] =
+                static_cast<int64_t>(doubleAt(bytes, 2 * *next + 1));
+            any = true;
+        }
+    }
+    return any;
 }
 
 ReplyStatus decodeReply(const redisReply* part, size_t rules,

@@ -30,6 +30,7 @@ struct RuleOutcome {
     int64_t retryMs;  /* 0: this rule admits the request */
     int64_t delayMs;  /* admitted, shaped by delay=: wait this long */
     int64_t retryUs = 0;  /* retryMs before rounding (the deny cache) */
+    int64_t limit = 0;    /* a key value's override of N (0: none) */
 };
 
 enum class ReplyStatus {
@@ -86,6 +87,24 @@ ReplyStatus decodeReply(const redisReply* part, size_t rules,
 ReplyStatus decodeFigures(const redisReply* part, size_t rules,
                           const RuleAsked* asked, bool* allowed,
                           Figures* out);
+
+/* The overrides' trailer, after the parts: for each rule a key value's
+ * override decided, in order, its index among the call's rules (0: the
+ * first rule of the first request) and the limit it was decided with
+ * (lua/rl.lua override()). */
+inline constexpr size_t kTrailerRecordBytes = 16;
+
+/* Whether `bytes` (`len` of them) are such records, of indexes below
+ * `rules`, increasing, and limits a rate may have (whole numbers from 1
+ * to kMaxLimit). */
+bool validTrailer(const char* bytes, size_t len, size_t rules);
+
+/* limits[i] for the call's rules [from, from + n): the override's limit,
+ * or 0; *next is the first record not read yet (start at 0, then keep
+ * it from call to call, in order). The trailer is valid. Returns whether
+ * any rule has one. */
+bool trailerLimits(const char* bytes, size_t len, size_t* next, size_t from,
+                   size_t n, int64_t* limits);
 
 /* The i-th little-endian double of packed bytes (the script's replies
  * and states). */

@@ -36,15 +36,19 @@ unsigned char* putDouble(unsigned char* p, double v) {
 }
 
 unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
-                         uint64_t limit, uint64_t windowUs, uint64_t burst,
-                         uint64_t delay, bool dry) {
+                         std::string_view rule, uint64_t limit,
+                         uint64_t windowUs, uint64_t burst, uint64_t delay,
+                         bool dry, bool burstFollows) {
     p = putDouble(p, static_cast<double>(limit));
     p = putDouble(p, static_cast<double>(windowUs));
     p = putDouble(p, static_cast<double>(burst));
     p = putDouble(p, static_cast<double>(delay));
-    p = putDouble(p, dry ? 1 : 0);
+    p = putDouble(p, (dry ? 1 : 0) + (burstFollows ? 2 : 0));
     std::memcpy(p, algorithm.data(), algorithm.size());
-    return p + algorithm.size();
+    p += algorithm.size();
+    *p++ = ' ';
+    std::memcpy(p, rule.data(), rule.size());
+    return p + rule.size();
 }
 
 unsigned char* requestHead(unsigned char* p, size_t rules, int64_t t) {

@@ -12,8 +12,10 @@
  *   request waited -t us in nginx); t > 0: that time, in us (a refund
  *   sends its decision's; tests).
  * - spec_j: a rule's constants, made once at configuration (writeSpec):
- *   limit, window in us, burst, delay, dry run (1 or 0), packed like the
- *   head, then the algorithm's name. Burst is the effective one
+ *   limit, window in us, burst, delay, flags (1: a dry run; 2: burst is
+ *   the limit's default, and follows a key value's override of the
+ *   limit), packed like the head, then the algorithm's name, a space and
+ *   the rule's name (what overrides name). Burst is the effective one
  *   (token_bucket: capacity, default N; leaky_bucket, gcra: excess
  *   tolerated, default 0; others 0); delay for leaky_bucket and gcra
  *   (the excess passed at once; nodelay: delay = burst), 0 for others.
@@ -43,14 +45,16 @@ unsigned char* putDouble(unsigned char* p, double v);
 
 inline constexpr size_t kSpecNumbers = 5;
 
-constexpr size_t specBytes(std::string_view algorithm) {
-    return 8 * kSpecNumbers + algorithm.size();
+constexpr size_t specBytes(std::string_view algorithm,
+                           std::string_view rule) {
+    return 8 * kSpecNumbers + algorithm.size() + 1 + rule.size();
 }
 
-/* Writes specBytes(algorithm) bytes at p; returns the end. */
+/* Writes specBytes(algorithm, rule) bytes at p; returns the end. */
 unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
-                         uint64_t limit, uint64_t windowUs, uint64_t burst,
-                         uint64_t delay, bool dry);
+                         std::string_view rule, uint64_t limit,
+                         uint64_t windowUs, uint64_t burst, uint64_t delay,
+                         bool dry, bool burstFollows);
 
 /* A request of `rules` rules in the head. */
 constexpr size_t requestBytes(size_t rules) { return 16 + 24 * rules; }
