@@ -7,7 +7,8 @@
 # chunk is a branch of one function, load(name), run only when a rule of
 # the call needs it. meter.lua (what every algorithm and the driver
 # share) comes first, at the top level; bucket.lua (what the three
-# buckets share) inside load(), before their branches.
+# buckets share) inside load(), before their branches; override.lua
+# (per-key overrides, rarely met) is a branch too, load('(override)').
 set -e
 dir=$1
 windows="fixed_window sliding_window sliding_log"
@@ -32,6 +33,8 @@ for a in $windows; do
     escape "$dir/$a.lua"
     kw=elseif
 done
+line "    elseif name == '(override)' then"
+escape "$dir/override.lua"
 line "    elseif name == 'token_bucket' or name == 'leaky_bucket' or name == 'gcra' then"
 escape "$dir/bucket.lua"
 kw=if

@@ -20,9 +20,9 @@
 --   k s c   the rule's key KEYS[k], its spec ARGV[s + 1], its cost c
 -- ARGV[2..] the specs of the call's rules, each once: limit N,
 --           window_us W, burst B, delay D, flags (1: a dry run; 2: B
---           is N's default, and follows an override of N), packed like
---           ARGV[1], then the algorithm's name, a space and the rule's
---           name (see src/core/script.hpp)
+--           is N's default, and follows an override of N), the length
+--           of the algorithm's name, packed like ARGV[1], then the
+--           algorithm's name and the rule's (see src/core/script.hpp)
 -- ARGV[#ARGV] "refund" for a refund: give back what each request's
 --           decision, made at its time t, counted (another zone
 --           rejected it)
@@ -42,7 +42,7 @@
 --   verdict    > 0: the rule would reject the request, retry in as many
 --              us; else minus the delay before serving it (delay=), 0
 --              for none
---          then, only if a key value's override (see override()) decided
+--          then, only if a key value's override (lua/override.lua) decided
 --          some rules, for each such rule in order: its index among the
 --          call's rules (0: the first rule of the first request) and the
 --          limit N it was decided with
@@ -83,69 +83,37 @@ do
 end
 
 -- SPECS[s]: spec s read, { algorithm, limit, window, burst, delay, dry,
--- algorithm's name, rule's name, burst follows the limit }, once per
--- call; or an error reply
+-- the spec's text }, once per call; or an error reply
 local SPECS = {}
 local function spec(s)
     local text = s >= 1 and s < last and ARGV[s + 1]
-    if not text or #text <= 40 then
+    if not text or #text <= 48 then
         return redis.error_reply('ERR rl: bad arguments: no spec ' .. s)
     end
-    local limit, window, burst, delay, flags, at =
-        struct.unpack('<ddddd', text)
-    local sp = string.find(text, ' ', at, true) or #text + 1
-    local name = string.sub(text, at, sp - 1)
+    local limit, window, burst, delay, flags, len, at =
+        struct.unpack('<dddddd', text)
+    local name = string.sub(text, at, at + len - 1)
     local alg = algorithm(name)
     if alg == nil then
         return redis.error_reply('ERR rl: unknown algorithm ' .. name)
     end
-    if limit < 1 or window < 1 or burst < 0 or delay < 0 or flags < 0 then
+    if limit < 1 or window < 1 or burst < 0 or delay < 0 then
         return redis.error_reply('ERR rl: bad arguments in spec ' .. s)
     end
-    local v = { alg, limit, window, burst, delay, flags % 2 == 1, name,
-                string.sub(text, sp + 1), flags >= 2 }
+    local v = { alg, limit, window, burst, delay, flags % 2 == 1, text }
     SPECS[s] = v
     return v
 end
 
--- Per-key overrides (ops tooling): while the string PREFIX{VALUE} (see
--- blocked()) reads "limit NAME=N [NAME=N ...]", each rule of that name
--- decides that key value with limit N instead of its own (a token_bucket
--- without burst=: its capacity too). An N that is not a whole number
--- from 1 to 1e9 (sliding_log: 1e5), or that a bucket cannot compute
--- exactly over its window (the bound nginx -t puts on a rule of a
--- variable cost), leaves the rule as it is. OVR[key]: the spec the
+-- Per-key overrides (ops tooling, lua/override.lua): a key value's
+-- string PREFIX{VALUE} (see blocked()) reading "limit NAME=N ..." gives
+-- the rules of that name another limit for it. OVR[key]: the spec the
 -- override gives the rule of state key key, read with its block (a
--- spec's table, and true at [10]); ovr: some rule of the call has one
--- (OVR is made then: a table costs about as much as a command).
+-- spec's table, and true at [8]); ovr: some rule of the call has one
+-- (OVR is made then: a table costs about as much as a command, and so
+-- does a function made on every call: the override's is made when
+-- needed, as an algorithm is).
 local OVR, ovr
-
--- the spec key value's override, the string on, gives rule v, or nil
-local function override(v, on)
-    local s = ' ' .. on .. ' '
-    local _, e = string.find(s, ' ' .. v[8] .. '=', 7, true)
-    local n = e and tonumber(string.match(s, '^(%d+) ', e + 1))
-    local name = v[7]
-    if not n or n < 1 or n == v[2] or n > 1e9 or
-       (name == 'sliding_log' and n > 1e5) then
-        return nil
-    end
-    local burst = v[9] and n or v[4]
-    if name == 'token_bucket' or name == 'leaky_bucket' or name == 'gcra' then
-        -- as src/core/algorithm.cpp exactArithmetic(), cost up to K + 1
-        local a, b = n, v[3]
-        while b > 0 do
-            a, b = b, math.fmod(a, b)
-        end
-        local w, u = v[3] / a, n / a
-        local k = name == 'token_bucket' and burst or burst + 1
-        local sum = 2 * k + 1
-        if sum * w >= 2^53 - u or sum * w / u >= 2^52 then
-            return nil
-        end
-    end
-    return { v[1], n, v[3], burst, v[5], v[6], name, v[8], v[9], true }
-end
 
 -- an admitted request left the rule nothing (left <= cost): the reset
 -- is until one more request fits, checked on the state it wrote, not
@@ -174,7 +142,7 @@ end
 -- string 16 or 24 bytes), which get() never reads: the key's rules
 -- reject at once. A refund reads no block: it gives back what was
 -- counted. A value starting "limit " is no block but an override (see
--- override()), read here too, with the same MGET.
+-- lua/override.lua), read here too, with the same MGET.
 local function blocked(key, spec)
     local bk = string.sub(key, 1, -18)
     local on, v
@@ -190,7 +158,7 @@ local function blocked(key, spec)
         end
     end
     if on and string.sub(on, 1, 6) == 'limit ' then
-        local o = override(spec, on)
+        local o = algorithm('(override)')(spec, on)
         if o then
             OVR = OVR or {}
             OVR[key], ovr = o, true
@@ -361,7 +329,7 @@ for pass = refunding and 1 or 2, 2 do
             else
                 parts[1] = struct.pack('<dddd', clock, left, reset, retry)
             end
-            if ovr and v[10] then
+            if ovr and v[8] then
                 trailer = trailer or {}
                 trailer[#trailer + 1] = struct.pack('<dd', #parts - 1, v[2])
             end
@@ -398,7 +366,7 @@ for pass = refunding and 1 or 2, 2 do
                         local on = redis.call('MGET',
                                               string.sub(key, 1, -18))[1]
                         if on and string.sub(on, 1, 6) == 'limit ' then
-                            v = override(v, on) or v
+                            v = algorithm('(override)')(v, on) or v
                         end
                     end
                     pending[3 * i - 2], pending[3 * i - 1], pending[3 * i] =
@@ -451,7 +419,7 @@ for pass = refunding and 1 or 2, 2 do
                         parts[1] = struct.pack('<dddd', clock, left, reset,
                                                retry)
                     end
-                    if ovr and v[10] then
+                    if ovr and v[8] then
                         trailer = trailer or {}
                         trailer[#trailer + 1] =
                             struct.pack('<dd', #parts - 1, v[2])

@@ -104,12 +104,12 @@ TEST(Script, SpecIsItsNumbersThenTheAlgorithmAndTheRule) {
     EXPECT_EQ(rl::writeSpec(p, "token_bucket", "api 2", 10, 1000000, 20, 0,
                             true, false),
               p + spec.size());
-    EXPECT_EQ(spec.size(), 40u + 12u + 1u + 5u);
-    const double want[] = {10, 1000000, 20, 0, 1};
+    EXPECT_EQ(spec.size(), 48u + 12u + 5u);
+    const double want[] = {10, 1000000, 20, 0, 1, 12};
     for (size_t i = 0; i < rl::kSpecNumbers; i++) {
         EXPECT_EQ(rl::doubleAt(spec.data(), i), want[i]) << i;
     }
-    EXPECT_EQ(spec.substr(40), "token_bucket api 2");
+    EXPECT_EQ(spec.substr(48), "token_bucketapi 2");
     rl::writeSpec(p, "token_bucket", "api 2", 10, 1000000, 20, 0, false,
                   false);
     EXPECT_EQ(rl::doubleAt(spec.data(), 4), 0);

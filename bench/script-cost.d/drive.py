@@ -25,7 +25,12 @@ def read():
         return [read() for _ in range(int(l[1:]))]
     return l
 sha=cmd('SCRIPT','LOAD',script).decode()
-spec=struct.pack('<ddddd',1e9,60e6,0,0,0)+b'sliding_window'
+# the spec's layout of SCRIPT: with the rule's name (and the algorithm
+# name's length) since the per-key overrides, before them without
+if b"struct.unpack('<dddddd', text)" in script:
+    spec=struct.pack('<dddddd',1e9,60e6,0,0,0,14)+b'sliding_window'+b'100r/m'
+else:
+    spec=struct.pack('<ddddd',1e9,60e6,0,0,0)+b'sliding_window'
 def call(keys,reqs):
     head=b''
     for k in reqs:

@@ -44,9 +44,9 @@ unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
     p = putDouble(p, static_cast<double>(burst));
     p = putDouble(p, static_cast<double>(delay));
     p = putDouble(p, (dry ? 1 : 0) + (burstFollows ? 2 : 0));
+    p = putDouble(p, static_cast<double>(algorithm.size()));
     std::memcpy(p, algorithm.data(), algorithm.size());
     p += algorithm.size();
-    *p++ = ' ';
     std::memcpy(p, rule.data(), rule.size());
     return p + rule.size();
 }

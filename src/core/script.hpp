@@ -14,8 +14,10 @@
  * - spec_j: a rule's constants, made once at configuration (writeSpec):
  *   limit, window in us, burst, delay, flags (1: a dry run; 2: burst is
  *   the limit's default, and follows a key value's override of the
- *   limit), packed like the head, then the algorithm's name, a space and
- *   the rule's name (what overrides name). Burst is the effective one
+ *   limit), the length of the algorithm's name, packed like the head,
+ *   then the algorithm's name and the rule's (what overrides name; a
+ *   length rather than a separator: Redis finds no separator on every
+ *   call). Burst is the effective one
  *   (token_bucket: capacity, default N; leaky_bucket, gcra: excess
  *   tolerated, default 0; others 0); delay for leaky_bucket and gcra
  *   (the excess passed at once; nodelay: delay = burst), 0 for others.
@@ -43,11 +45,11 @@ inline constexpr size_t kMaxRulesPerCall = 64;
 /* 8 bytes, the little-endian IEEE double of v; returns p + 8. */
 unsigned char* putDouble(unsigned char* p, double v);
 
-inline constexpr size_t kSpecNumbers = 5;
+inline constexpr size_t kSpecNumbers = 6;
 
 constexpr size_t specBytes(std::string_view algorithm,
                            std::string_view rule) {
-    return 8 * kSpecNumbers + algorithm.size() + 1 + rule.size();
+    return 8 * kSpecNumbers + algorithm.size() + rule.size();
 }
 
 /* Writes specBytes(algorithm, rule) bytes at p; returns the end. */
