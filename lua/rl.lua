@@ -106,14 +106,16 @@ local function spec(s)
 end
 
 -- Per-key overrides (ops tooling, lua/override.lua): a key value's
--- string PREFIX{VALUE} (see blocked()) reading "limit NAME=N ..." gives
--- the rules of that name another limit for it. OVR[key]: the spec the
--- override gives the rule of state key key, read with its block (a
--- spec's table, and true at [8]); ovr: some rule of the call has one
--- (OVR is made then: a table costs about as much as a command, and so
--- does a function made on every call: the override's is made when
--- needed, as an algorithm is).
+-- string PREFIX{VALUE} (see blocked()) whose first word is "limit" gives
+-- the rules it names another limit for it. OVR[key]: that string, read
+-- with the block of state key key; each rule of the key is decided with
+-- the spec ovr(its spec, the string) gives (rules of one state key may
+-- have several specs: rl_dry_run, or one name= in several places).
+-- ovr: that function, loaded when a call meets an override (a function
+-- made on every call costs about as much as a command, as does a
+-- table: OVR is made then too).
 local OVR, ovr
+
 
 -- an admitted request left the rule nothing (left <= cost): the reset
 -- is until one more request fits, checked on the state it wrote, not
@@ -141,8 +143,8 @@ end
 -- in us }, a table of length 1 (a state's table has 2 or 3 numbers, its
 -- string 16 or 24 bytes), which get() never reads: the key's rules
 -- reject at once. A refund reads no block: it gives back what was
--- counted. A value starting "limit " is no block but an override (see
--- lua/override.lua), read here too, with the same MGET.
+-- counted. A value whose first word is "limit" is no block but an
+-- override (see lua/override.lua), read here too, with the same MGET.
 local function blocked(key, spec)
     local bk = string.sub(key, 1, -18)
     local on, v
@@ -157,12 +159,10 @@ local function blocked(key, spec)
             v = false   -- a foreign value: no state
         end
     end
-    if on and string.sub(on, 1, 6) == 'limit ' then
-        local o = algorithm('(override)')(spec, on)
-        if o then
-            OVR = OVR or {}
-            OVR[key], ovr = o, true
-        end
+    if on and string.find(on, '^[Ll][Ii][Mm][Ii][Tt]%s') then
+        OVR = OVR or {}
+        OVR[key] = on
+        ovr = ovr or algorithm('(override)')
     elseif on then
         local ms = redis.call('PTTL', bk)
         if ms ~= -2 then    -- (-2: ended in between)
@@ -298,7 +298,10 @@ for pass = refunding and 1 or 2, 2 do
                 ok, left, reset, retry = false, 0, blk, blk
             else
                 if ovr then
-                    v = OVR[key] or v
+                    local o = OVR[key]
+                    if o then
+                        v = ovr(v, o)
+                    end
                 end
                 ok, left, reset, retry, wait, ttl, a, b, c =
                     alg.check(key, now, v[2], v[3], v[4], cost, v[5])
@@ -365,8 +368,9 @@ for pass = refunding and 1 or 2, 2 do
                         -- what the decision read: the override, if any
                         local on = redis.call('MGET',
                                               string.sub(key, 1, -18))[1]
-                        if on and string.sub(on, 1, 6) == 'limit ' then
-                            v = algorithm('(override)')(v, on) or v
+                        if on and
+                           string.find(on, '^[Ll][Ii][Mm][Ii][Tt]%s') then
+                            v = algorithm('(override)')(v, on)
                         end
                     end
                     pending[3 * i - 2], pending[3 * i - 1], pending[3 * i] =
@@ -383,7 +387,10 @@ for pass = refunding and 1 or 2, 2 do
                         ok, left, reset, retry = false, 0, blk, blk
                     else
                         if ovr then
-                            v = OVR[key] or v
+                            local o = OVR[key]
+                            if o then
+                                v = ovr(v, o)
+                            end
                         end
                         ok, left, reset, retry, wait, ttl, a, b, c =
                             alg.check(key, now, v[2], v[3], v[4], cost, v[5])

@@ -100,6 +100,12 @@ $r->cli('SET', 'rl:{gina}', 'limit tb=10');
 is_deeply(\@got, [(200) x 10], 'a bucket of 10 for gina')
     or diag(explain \@got);
 
+# "limit" in any case, words apart by any white space (redis-cli -x
+# leaves a newline)
+$r->cli('SET', 'rl:{jack}', "LIMIT\tdaily=7  api=3\n");
+is(limit_of(get_as('/a', 'jack')), '200 PASSED 3 2 3',
+   'LIMIT, a tab and a newline: an override still');
+
 # an override that is not one: the rule's own limit, and no block
 $r->cli('SET', 'rl:{ivan}', 'limit api=lots');
 is(limit_of(get_as('/a', 'ivan')), '200 PASSED 2 1 2',

@@ -1145,11 +1145,11 @@ TEST_F(LuaScript, OverrideGivesTheNamedRulesAnotherLimitForItsValue) {
     Rule f = fixed("10.0.2.1", 2, kDay);
     f.name = "api";
     Rule s = sliding("10.0.2.1", 100, 60 * kSec);
-    s.name = "api 2";  /* a name with a space */
+    s.name = "api.v2%";  /* pattern characters, compared as they are */
     Rule other = fixed("10.0.2.2", 2, kDay);
     other.name = "api";
     const std::string ovr = "rl:{10.0.2.1}";
-    command({"SET", ovr, "limit x=1 api=5 api 2=7"});
+    command({"SET", ovr, "LIMIT\tx=1 api=5  api.v2%=7 api=9\n"});
 
     for (int64_t left = 5; left > 0; left--) {
         Decision d = decide({f, s}, t);
@@ -1186,7 +1186,8 @@ TEST_F(LuaScript, OverrideGivesTheNamedRulesAnotherLimitForItsValue) {
      * with what was counted */
     for (const char* v : {"limit xapi=50", "limit api=0", "limit api=abc",
                           "limit api=5.5", "limit api=", "limit api=-3",
-                          "limit api=2000000000", "limit API=50"}) {
+                          "limit api=2000000000", "limit API=50",
+                          "limit my api x=api=50"}) {
         command({"SET", ovr, v});
         d = decide({f}, t);
         EXPECT_FALSE(d.allowed) << v << ": " << describe(d);
@@ -1237,6 +1238,52 @@ TEST_F(LuaScript, OverrideOfATokenBucketAndItsRefund) {
     EXPECT_TRUE(admits(l, t));
     EXPECT_TRUE(admits(l, t));
     EXPECT_FALSE(admits(l, t));
+}
+
+/* Rules of one state key may come with several specs in one call (a
+ * dry run by rl_dry_run, one name= in places of other limits): each is
+ * decided with what the override gives its own spec */
+TEST_F(LuaScript, OverrideIsReadForEachSpecOfAStateKey) {
+    uint64_t t = windowStart(kDay) + 5;
+    Rule api = fixed("10.0.2.5", 5, kDay);
+    api.name = "api";
+    Rule apiDry = api;
+    apiDry.dryRun = true;
+    Rule daily = fixed("10.0.2.5", 100, kDay);
+    daily.name = "daily";
+    daily.key = stateKey("10.0.2.5", "d", "fixed_window", kDay);
+    command({"SET", "rl:{10.0.2.5}", "limit api=1"});
+    const auto at = static_cast<int64_t>(t);
+
+    std::vector<Decision> b;
+    ASSERT_NO_FATAL_FAILURE(
+        decideBatch({{{apiDry, daily}, at}, {{api, daily}, at}}, &b));
+    EXPECT_TRUE(b[0].allowed) << describe(b[0]);
+    EXPECT_FALSE(b[1].allowed) << describe(b[1]);
+    EXPECT_EQ(b[1].out[0].limit, 1);
+    EXPECT_EQ(state(daily).at("c"), "1") << "a rejected request counted";
+
+    b.clear();
+    ASSERT_NO_FATAL_FAILURE(
+        decideBatch({{{api, daily}, at}, {{apiDry, daily}, at}}, &b));
+    EXPECT_FALSE(b[0].allowed) << describe(b[0]);
+    EXPECT_TRUE(b[1].allowed) << "a dry run rejects nothing";
+    EXPECT_GT(b[1].out[0].retryMs, 0) << describe(b[1]);
+    EXPECT_EQ(state(daily).at("c"), "2");
+
+    /* one name, limits 5 and 2: "api=5" changes the second alone */
+    Rule five = fixed("10.0.2.6", 5, kDay);
+    five.name = "api";
+    Rule two = five;
+    two.limit = 2;
+    command({"SET", "rl:{10.0.2.6}", "limit api=5"});
+    b.clear();
+    ASSERT_NO_FATAL_FAILURE(decideBatch(
+        {{{five}, at}, {{two}, at}, {{two}, at}, {{two}, at}}, &b));
+    for (size_t i = 0; i < b.size(); i++) {
+        EXPECT_TRUE(b[i].allowed) << i << ": " << describe(b[i]);
+        EXPECT_EQ(b[i].out[0].limit, i == 0 ? 0 : 5) << i;
+    }
 }
 
 }  // namespace
