@@ -8,11 +8,13 @@
 
 use lib 't/lib';
 use RlTest;
+use RlTest::HTTP qw(http_parallel);
 
 my $r = start_redis();
 my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
     rl_zone main redis=127.0.0.1:$RedisPort;
     rl_zone local size=1m;
+    rl_zone second redis=127.0.0.1:$RedisPort prefix=s:;
     server {
         listen 127.0.0.1:$ServerPort;
         add_header X-RL-Status $rl_status always;
@@ -27,6 +29,21 @@ my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
         location /tb {
             rl_rule zone=main key=$http_x_key rate=2r/s
                     algorithm=token_bucket name=tb;
+            empty_gif;
+        }
+        location /p {
+            rl_rule zone=main key=$arg_k rate=2r/m name=api;
+            empty_gif;
+        }
+        location /r {
+            rl_rule zone=main key=$http_x_key rate=2r/m
+                    algorithm=token_bucket name=tbr;
+            rl_rule zone=second key=$http_x_key rate=1r/m name=other;
+            empty_gif;
+        }
+        location /ronly {
+            rl_rule zone=main key=$http_x_key rate=2r/m
+                    algorithm=token_bucket name=tbr;
             empty_gif;
         }
         location /embedded {
@@ -105,6 +122,32 @@ is_deeply(\@got, [(200) x 10], 'a bucket of 10 for gina')
 $r->cli('SET', 'rl:{jack}', "LIMIT\tdaily=7  api=3\n");
 is(limit_of(get_as('/a', 'jack')), '200 PASSED 3 2 3',
    'LIMIT, a tab and a newline: an override still');
+
+# many at once: the calls of a batch carry overridden rules and others,
+# and each response gets its own rule's limit
+$r->cli('SET', 'rl:{kate}', 'limit api=10');
+my @res = http_parallel($port, [map { ("/p?k=kate", "/p?k=lou") } 1 .. 20],
+                        concurrency => 16, full => 1);
+my (%passed, %limits);
+for my $i (0 .. $#res) {
+    my $who = $i % 2 ? 'lou' : 'kate';
+    $passed{$who}++ if $res[$i]{code} == 200;
+    $limits{$who}{ $res[$i]{headers}{'x-ratelimit-limit'} // '-' }++;
+}
+is_deeply([$passed{kate}, $passed{lou}], [10, 2],
+          '20 requests each at once: kate 10 (her override), lou 2');
+is_deeply(\%limits, { kate => { 10 => 20 }, lou => { 2 => 20 } },
+          'and each response says its own limit')
+    or diag(explain \%limits);
+
+# a refund (another zone rejects what this one admitted) gives back in
+# the override's terms: a bucket of 10, not of the rule's own 2
+$r->cli('SET', 'rl:{mia}', 'limit tbr=10');
+is(code_status(get_as('/r', 'mia')), '200 PASSED', 'mia passes both');
+is(code_status(get_as('/r', 'mia')), '429 REJECTED',
+   'the other zone rejects her second');
+is(limit_of(get_as('/ronly', 'mia')), '200 PASSED 10 8 10',
+   'the refund gave her token back, up to 10');
 
 # an override that is not one: the rule's own limit, and no block
 $r->cli('SET', 'rl:{ivan}', 'limit api=lots');
