@@ -113,9 +113,9 @@ end
 -- have several specs: rl_dry_run, or one name= in several places).
 -- ovr: that function, loaded when a call meets an override (a function
 -- made on every call costs about as much as a command, as does a
--- table: OVR is made then too).
+-- table: OVR is made then too). LIMIT: an override's first word.
 local OVR, ovr
-
+local LIMIT = '^[Ll][Ii][Mm][Ii][Tt]%s'
 
 -- an admitted request left the rule nothing (left <= cost): the reset
 -- is until one more request fits, checked on the state it wrote, not
@@ -159,7 +159,7 @@ local function blocked(key, spec)
             v = false   -- a foreign value: no state
         end
     end
-    if on and string.find(on, '^[Ll][Ii][Mm][Ii][Tt]%s') then
+    if on and string.find(on, LIMIT) then
         OVR = OVR or {}
         OVR[key] = on
         ovr = ovr or algorithm('(override)')
@@ -368,9 +368,9 @@ for pass = refunding and 1 or 2, 2 do
                         -- what the decision read: the override, if any
                         local on = redis.call('MGET',
                                               string.sub(key, 1, -18))[1]
-                        if on and
-                           string.find(on, '^[Ll][Ii][Mm][Ii][Tt]%s') then
-                            v = algorithm('(override)')(v, on)
+                        if on and string.find(on, LIMIT) then
+                            ovr = ovr or algorithm('(override)')
+                            v = ovr(v, on)
                         end
                     end
                     pending[3 * i - 2], pending[3 * i - 1], pending[3 * i] =
