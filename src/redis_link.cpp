@@ -146,6 +146,15 @@ private:
     void recovered();
     void probe();
     void setUp(ngx_atomic_uint_t up);
+    /* f(the counters) of each zone on this connection that has them */
+    template <typename F>
+    void eachStats(F f) {
+        for (ngx_uint_t i = 0; i < nzones_; i++) {
+            if (zones_[i]->stats != nullptr) {
+                f(zones_[i]->stats);
+            }
+        }
+    }
     void drop();
     void schedule();
     bool command(redisCallbackFn *fn, int argc, const char **argv,
@@ -247,11 +256,9 @@ void Link::connect() {
         return;
     }
     if (attempts_++ > 0) {
-        for (ngx_uint_t i = 0; i < nzones_; i++) {
-            if (zones_[i]->stats != nullptr) {
-                (void) ngx_atomic_fetch_add(&zones_[i]->stats->reconnects, 1);
-            }
-        }
+        eachStats([](ngx_http_rl_zone_stats_t *s) {
+            (void) ngx_atomic_fetch_add(&s->reconnects, 1);
+        });
     }
 
     redisAsyncContext *ac;
@@ -758,11 +765,7 @@ void Link::deadlinePassed() {
 }
 
 void Link::setUp(ngx_atomic_uint_t up) {
-    for (ngx_uint_t i = 0; i < nzones_; i++) {
-        if (zones_[i]->stats != nullptr) {
-            zones_[i]->stats->up = up;
-        }
-    }
+    eachStats([up](ngx_http_rl_zone_stats_t *s) { s->up = up; });
 }
 
 void Link::fail(const char *what, const char *detail) {
