@@ -40,6 +40,37 @@ Call *CallQueue::take() {
     return first;
 }
 
+Call *CallQueue::takeSlot() {
+    Call *first = head_;
+    Call *last = first;
+    head_ = first->next;
+    ngx_uint_t requests = 1;
+    ngx_uint_t keys = first->rules;
+    Call *prev = nullptr;     /* the last call left in the queue */
+    for (Call *c = head_; c != nullptr;) {
+        Call *next = c->next;
+        if (c->slot == first->slot && c->asking == first->asking &&
+            requests < kMaxBatchRequests && keys + c->rules <= kMaxBatchKeys)
+        {
+            if (prev != nullptr) {
+                prev->next = next;
+            } else {
+                head_ = next;
+            }
+            last->next = c;
+            last = c;
+            requests++;
+            keys += c->rules;
+        } else {
+            prev = c;
+        }
+        c = next;
+    }
+    tail_ = prev;
+    last->next = nullptr;
+    return first;
+}
+
 BatchCommand::~BatchCommand() {
     ngx_free(buf_);
     ngx_free(keys_);

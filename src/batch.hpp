@@ -25,6 +25,8 @@ struct Call {
     Call                 *next;
     ngx_uint_t            rules;     /* its part of the reply: its rules, kept
                                       * once gone (0: gone before it left) */
+    uint16_t              slot;      /* in a cluster: one slot per batch */
+    bool                  asking;    /* after ASKING (an ASK redirection) */
 };
 
 /* Calls sent as one script call, in order. */
@@ -45,6 +47,9 @@ public:
     void push(Call *call);
     /* The first calls, within the limits (at least one). */
     Call *take();
+    /* The first call and those after it of its slot (and asking or
+     * not), within the limits: a cluster's script call has one slot. */
+    Call *takeSlot();
 
 private:
     Call *head_ = nullptr;

@@ -49,8 +49,9 @@
 #define NGX_HTTP_RL_MAX_LOG             100000
 
 
-typedef struct ngx_http_rl_link_s  ngx_http_rl_link_t;
-typedef struct ngx_http_rl_call_s  ngx_http_rl_call_t;
+typedef struct ngx_http_rl_store_s  ngx_http_rl_store_t;
+typedef struct ngx_http_rl_link_s   ngx_http_rl_link_t;
+typedef struct ngx_http_rl_call_s   ngx_http_rl_call_t;
 
 
 /* Counters in the metrics zone: shared by all workers, kept across
@@ -70,11 +71,21 @@ typedef struct {
 } ngx_http_rl_rule_stats_t;
 
 
+/* A Redis server: a cluster= seed, or a node the cluster told of. */
+typedef struct {
+    ngx_str_t                   host;       /* numeric, NUL-terminated */
+    ngx_int_t                   port;
+    ngx_str_t                   addr;       /* host:port, for logs */
+} ngx_http_rl_server_t;
+
+
 typedef struct {
     ngx_str_t                   name;
     ngx_str_t                   addr;       /* as written, for logs */
     ngx_str_t                   host;       /* numeric or unix path, NUL */
     ngx_int_t                   port;       /* 0: unix socket */
+    ngx_http_rl_server_t       *seeds;      /* cluster=, resolved */
+    ngx_uint_t                  nseeds;     /* 0: no cluster */
     ngx_str_t                   username;
     ngx_str_t                   password;
     ngx_int_t                   db;
@@ -123,7 +134,7 @@ typedef struct {
 typedef struct {
     ngx_array_t                 zones;      /* ngx_http_rl_zone_t * */
     ngx_array_t                 rules;      /* ngx_http_rl_rule_t *, all */
-    ngx_http_rl_link_t        **links;      /* per worker, by zone index */
+    ngx_http_rl_store_t       **stores;     /* per worker, by zone index */
     ngx_shm_zone_t             *metrics;
     ngx_shm_zone_t             *deny;       /* the deny cache */
 } ngx_http_rl_main_conf_t;
@@ -138,11 +149,14 @@ typedef struct {
 } ngx_http_rl_loc_conf_t;
 
 
-/* The rules of one request that go to one zone: one script call. */
+/* The rules of one request that go to one zone (in a cluster, to one
+ * slot of it): one script call. */
 typedef struct {
     ngx_http_rl_zone_t         *zone;
+    ngx_uint_t                  slot;       /* in a cluster, else 0 */
     struct ngx_http_rl_ctx_s   *ctx;
     ngx_http_rl_call_t         *call;       /* in flight, or NULL */
+    ngx_http_rl_link_t         *ask;        /* a refund's ASK target */
     ngx_uint_t                 *rules;      /* indexes into ctx->outcomes */
     ngx_uint_t                  nrules;
     ngx_str_t                  *keys;       /* state keys, per rule */
@@ -158,6 +172,7 @@ typedef struct {
     unsigned                    refund_retried:1;
     unsigned                    skipped:1;  /* another group rejected */
     unsigned                    local:1;    /* decided by failure=local */
+    unsigned                    redirects:2; /* MOVED or ASK followed */
 } ngx_http_rl_group_t;
 
 
@@ -252,21 +267,26 @@ char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 /* ngx_http_rl_headers.c */
 void ngx_http_rl_header_filter_init(void);
 
-/* redis_link.cpp: one connection per worker per zone */
-ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
+/* redis_link.cpp: per worker, a store per Redis zone (one connection
+ * per server, or a cluster's: cluster.cpp), and the link (connection)
+ * that serves a slot of it */
+ngx_int_t ngx_http_rl_stores_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
-void ngx_http_rl_links_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+/* NULL: no server known for the slot */
+ngx_http_rl_link_t *ngx_http_rl_store_route(ngx_http_rl_store_t *store,
+    ngx_uint_t slot) RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_link_usable(ngx_http_rl_link_t *link) RL_NOEXCEPT;
 ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
     ngx_http_rl_group_t *group) RL_NOEXCEPT;
 void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) RL_NOEXCEPT;
-void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) RL_NOEXCEPT;
+/* detaches the call, and tells its link it went unanswered */
+void ngx_http_rl_call_timed_out(ngx_http_rl_call_t *call) RL_NOEXCEPT;
 /* a refund (EVALSHA ... refund); ngx_http_rl_refund_done() when it is
- * answered (noscript: Redis lost the script), unless the call was
- * detached */
+ * answered (retry: NGX_HTTP_RL_RETRY_*), unless the call was detached */
 ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
-    ngx_http_rl_group_t *group, ngx_uint_t argc, const char **argv,
-    const size_t *argvlen) RL_NOEXCEPT;
+    ngx_http_rl_group_t *group, ngx_uint_t asking, ngx_uint_t argc,
+    const char **argv, const size_t *argvlen) RL_NOEXCEPT;
 
 /* shm_store.cpp: the embedded store in shared memory */
 ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
@@ -301,7 +321,11 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
  * none), or NULL for none */
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
     int64_t clock_us, const int64_t *limits) RL_NOEXCEPT;
-void ngx_http_rl_refund_done(ngx_http_rl_group_t *group, int noscript)
+#define NGX_HTTP_RL_RETRY_NONE      0
+#define NGX_HTTP_RL_RETRY_EVAL      1   /* Redis lost the script */
+#define NGX_HTTP_RL_RETRY_MOVED     2   /* the slot moved: the map knows */
+#define NGX_HTTP_RL_RETRY_ASK       3   /* the slot moves: to group->ask */
+void ngx_http_rl_refund_done(ngx_http_rl_group_t *group, int retry)
     RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;
 

@@ -32,6 +32,10 @@ static char *ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
 static char *ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
+static char *ngx_http_rl_zone_cluster(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value);
+static ngx_int_t ngx_http_rl_server(ngx_conf_t *cf, ngx_str_t *addr,
+    ngx_http_rl_server_t *server, ngx_str_t *value);
 static char *ngx_http_rl_zone_embedded(ngx_conf_t *cf, ngx_http_rl_zone_t *z);
 static char *ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value, ngx_http_rl_rule_args_t *ra);
@@ -132,6 +136,28 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         ngx_str_set(&z->prefix, "rl:");
     }
 
+    if (z->nseeds == 0) {
+        return NGX_CONF_OK;
+    }
+
+    if (z->db != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"db=%i\": a Redis Cluster has only db 0",
+                           z->db);
+        return NGX_CONF_ERROR;
+    }
+
+    /* the key value is the hash tag: every key of one value, on one
+     * slot (a brace in the prefix would make it the tag) */
+    if (ngx_strlchr(z->prefix.data, z->prefix.data + z->prefix.len, '{')
+        || ngx_strlchr(z->prefix.data, z->prefix.data + z->prefix.len, '}'))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "prefix \"%V\" holds a brace: with \"cluster\" "
+                           "the key value is the hash tag", &z->prefix);
+        return NGX_CONF_ERROR;
+    }
+
     return NGX_CONF_OK;
 }
 
@@ -143,7 +169,20 @@ ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t   s;
     ngx_int_t   n;
 
-    if (ngx_strncmp(value->data, "redis=", 6) == 0) {
+    if (ngx_strncmp(value->data, "redis=", 6) == 0
+        || ngx_strncmp(value->data, "cluster=", 8) == 0)
+    {
+        if (z->addr.data != NULL) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"%V\": \"redis\" and \"cluster\" "
+                               "exclude each other", value);
+            return NGX_CONF_ERROR;
+        }
+
+        if (value->data[0] == 'c') {
+            return ngx_http_rl_zone_cluster(cf, z, value);
+        }
+
         return ngx_http_rl_zone_redis(cf, z, value);
     }
 
@@ -247,13 +286,6 @@ ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
         return NGX_CONF_OK;
     }
 
-    if (ngx_strncmp(value->data, "cluster=", 8) == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\": Redis Cluster is not supported "
-                           "by this version", value);
-        return NGX_CONF_ERROR;
-    }
-
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid parameter \"%V\"", value);
     return NGX_CONF_ERROR;
@@ -297,8 +329,8 @@ static char *
 ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value)
 {
-    size_t     len;
-    ngx_url_t  u;
+    size_t                 len;
+    ngx_http_rl_server_t   server;
 
     z->addr.data = value->data + 6;
     z->addr.len = value->len - 6;
@@ -325,30 +357,129 @@ ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
         return NGX_CONF_OK;
     }
 
-    /* resolved now: hiredis' own connect would block on DNS */
+    if (ngx_http_rl_server(cf, &z->addr, &server, value) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    z->host = server.host;
+    z->port = server.port;
+
+    return NGX_CONF_OK;
+}
+
+
+/* cluster=ADDR[,ADDR...]: the seeds, each resolved now */
+
+#define NGX_HTTP_RL_MAX_SEEDS  16
+
+static char *
+ngx_http_rl_zone_cluster(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value)
+{
+    u_char     *p, *last, *comma;
+    ngx_str_t   addr;
+
+    z->addr.data = value->data + 8;
+    z->addr.len = value->len - 8;
+
+    z->seeds = ngx_pcalloc(cf->pool,
+                           NGX_HTTP_RL_MAX_SEEDS * sizeof(ngx_http_rl_server_t));
+    if (z->seeds == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    p = z->addr.data;
+    last = p + z->addr.len;
+
+    for ( ;; ) {
+        comma = ngx_strlchr(p, last, ',');
+        addr.data = p;
+        addr.len = (comma ? comma : last) - p;
+
+        if (addr.len == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid address \"\" in \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+
+        if (addr.len >= 5 && ngx_strncmp(addr.data, "unix:", 5) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid address \"%V\" in \"%V\": "
+                               "a cluster is reached over TCP", &addr, value);
+            return NGX_CONF_ERROR;
+        }
+
+        if (z->nseeds == NGX_HTTP_RL_MAX_SEEDS) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"%V\": at most %d seed nodes", value,
+                               NGX_HTTP_RL_MAX_SEEDS);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_http_rl_server(cf, &addr, &z->seeds[z->nseeds], value)
+            != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+        z->nseeds++;
+
+        if (comma == NULL) {
+            break;
+        }
+
+        p = comma + 1;
+    }
+
+    /* what a zone shares its connections by (src/redis_link.cpp) */
+    z->host = z->seeds[0].host;
+    z->port = z->seeds[0].port;
+
+    return NGX_CONF_OK;
+}
+
+
+/* host:port or host, resolved now: hiredis' own connect would block on
+ * DNS. The first address of a name is the server's. */
+
+static ngx_int_t
+ngx_http_rl_server(ngx_conf_t *cf, ngx_str_t *addr,
+    ngx_http_rl_server_t *server, ngx_str_t *value)
+{
+    ngx_url_t  u;
 
     ngx_memzero(&u, sizeof(ngx_url_t));
 
-    u.url = z->addr;
+    u.url = *addr;
     u.default_port = NGX_HTTP_RL_DEFAULT_PORT;
 
     if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.naddrs == 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\"",
-                           u.err ? u.err : "host not found", value);
-        return NGX_CONF_ERROR;
+        if (addr->len + 6 == value->len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\"",
+                               u.err ? u.err : "host not found", value);
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s in \"%V\" of \"%V\"",
+                               u.err ? u.err : "host not found", addr, value);
+        }
+        return NGX_ERROR;
     }
 
-    z->host.data = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
-    if (z->host.data == NULL) {
-        return NGX_CONF_ERROR;
+    server->host.data = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
+    server->addr.data = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN);
+    if (server->host.data == NULL || server->addr.data == NULL) {
+        return NGX_ERROR;
     }
 
-    z->host.len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen,
-                                z->host.data, NGX_SOCKADDR_STRLEN, 0);
-    z->host.data[z->host.len] = '\0';
-    z->port = ngx_inet_get_port(u.addrs[0].sockaddr);
+    server->host.len = ngx_sock_ntop(u.addrs[0].sockaddr,
+                                     u.addrs[0].socklen, server->host.data,
+                                     NGX_SOCKADDR_STRLEN, 0);
+    server->host.data[server->host.len] = '\0';
+    server->addr.len = ngx_sock_ntop(u.addrs[0].sockaddr,
+                                     u.addrs[0].socklen, server->addr.data,
+                                     NGX_SOCKADDR_STRLEN, 1);
+    server->port = ngx_inet_get_port(u.addrs[0].sockaddr);
 
-    return NGX_CONF_OK;
+    return NGX_OK;
 }
 
 

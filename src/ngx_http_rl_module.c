@@ -500,7 +500,7 @@ ngx_http_rl_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    return ngx_http_rl_links_init(cycle, rmcf);
+    return ngx_http_rl_stores_init(cycle, rmcf);
 }
 
 
@@ -512,6 +512,6 @@ ngx_http_rl_exit_process(ngx_cycle_t *cycle)
     rmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_rl_module);
 
     if (rmcf != NULL) {
-        ngx_http_rl_links_free(rmcf);
+        ngx_http_rl_stores_free(rmcf);
     }
 }

@@ -12,15 +12,21 @@
  * once; a reply clears it, and if none comes within connect_timeout the
  * connection is dropped and made again. Incidents are logged once, when
  * the link goes down, and once when it is back.
+ *
+ * A Redis Cluster's nodes are links too, each to one master, driven by
+ * the cluster's store (redis_cluster.cpp): their batches hold one slot
+ * each, and a MOVED or ASK reply sends the calls where it says.
  */
 
-#include "batch.hpp"
+#include "redis_link.hpp"
 
 #include <new>
 
 #include "clock.hpp"
+#include "core/cluster.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
+#include "redis_cluster.hpp"
 
 namespace rl {
 namespace {
@@ -38,160 +44,13 @@ void onScriptLoaded(redisAsyncContext *ac, void *reply,
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onRefunded(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onProbe(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onSlots(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onFlush(ngx_event_t *ev) noexcept;
 void onReconnectTimer(ngx_event_t *ev) noexcept;
 void onDeadlineTimer(ngx_event_t *ev) noexcept;
 void onProbeTimer(ngx_event_t *ev) noexcept;
 
 }  // namespace
-
-class Link {
-public:
-    /* zones[0] gives the connection's parameters; label names them all
-     * in log lines (both live as long as the cycle) */
-    Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
-         ngx_log_t *log)
-        : zone_(zones[0]), zones_(zones), nzones_(nzones), label_(label),
-          log_(log) {
-        initTimer(&reconnect_, onReconnectTimer);
-        initTimer(&deadline_, onDeadlineTimer);
-        initTimer(&flush_, onFlush);
-        initTimer(&probeTimer_, onProbeTimer);
-    }
-
-    ~Link() {
-        exiting_ = true;
-        if (reconnect_.timer_set) {
-            ngx_del_timer(&reconnect_);
-        }
-        if (deadline_.timer_set) {
-            ngx_del_timer(&deadline_);
-        }
-        if (probeTimer_.timer_set) {
-            ngx_del_timer(&probeTimer_);
-        }
-        if (flush_.posted) {
-            ngx_delete_posted_event(&flush_);
-        }
-        while (!queue_.empty()) {  /* the worker exits: nobody waits */
-            for (Call *c = queue_.take(); c != nullptr;) {
-                Call *next = c->next;
-                release(c);
-                c = next;
-            }
-        }
-        drop();
-        while (free_ != nullptr) {
-            Call *c = free_;
-            free_ = c->next;
-            ngx_free(c);
-        }
-        while (freeBatches_ != nullptr) {
-            Batch *b = freeBatches_;
-            freeBatches_ = b->next;
-            ngx_free(b);
-        }
-    }
-
-    /* Requests may queue behind a first handshake (hiredis buffers
-     * them, SCRIPT LOAD goes first), not behind one made while an
-     * incident is open, nor while a call is overdue. Once Redis answered
-     * again, late (a slow Redis), requests go while the incident stays
-     * open: the first reply in time closes it (one incident, not one per
-     * late reply). */
-    bool usable() const {
-        return ac_ != nullptr && !stalled_ && (ready_ || !down_);
-    }
-
-    void connect();
-    Call *send(ngx_http_rl_group_t *group);
-    Call *refund(ngx_http_rl_group_t *group, int argc, const char **argv,
-                 const size_t *len);
-    void timedOut();
-
-    /* callbacks */
-    void connected(const redisAsyncContext *ac, int status);
-    void disconnected(const redisAsyncContext *ac);
-    void handshakeReply(redisAsyncContext *ac, redisReply *reply);
-    void named(redisAsyncContext *ac, redisReply *reply);
-    void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
-    void replied(Batch *batch, redisReply *reply);
-    void refunded(Call *call, const redisReply *reply);
-    void probed(const redisAsyncContext *ac, const redisReply *reply);
-    void flush();
-    void reconnectDue() { connect(); }
-    void probeDue() {
-        if (down_ && ready_ && !stalled_) {
-            probe();
-        }
-    }
-    void deadlinePassed();
-
-    void release(Call *c) {
-        c->group = nullptr;
-        c->next = free_;
-        free_ = c;
-    }
-
-private:
-    void initTimer(ngx_event_t *ev, ngx_event_handler_pt handler) {
-        ngx_memzero(ev, sizeof(ngx_event_t));
-        ev->handler = handler;
-        ev->data = this;
-        ev->log = log_;
-        ev->cancelable = 1;
-    }
-
-    void fail(const char *what, const char *detail);
-    void recovered();
-    void probe();
-    void setUp(ngx_atomic_uint_t up);
-    /* f(the counters) of each zone on this connection that has them */
-    template <typename F>
-    void eachStats(F f) {
-        for (ngx_uint_t i = 0; i < nzones_; i++) {
-            if (zones_[i]->stats != nullptr) {
-                f(zones_[i]->stats);
-            }
-        }
-    }
-    void drop();
-    void schedule();
-    bool command(redisCallbackFn *fn, int argc, const char **argv,
-                 const size_t *len);
-    void answer(Call *call, const redisReply *reply, int64_t clockUs = -1,
-                const int64_t *limits = nullptr);
-    void enqueue(Call *call);
-    Call *take(ngx_http_rl_group_t *group);
-
-    ngx_http_rl_zone_t *zone_;
-    ngx_http_rl_zone_t **zones_;
-    ngx_uint_t nzones_;
-    ngx_str_t label_;           /* rl_zone "a" or rl_zones "a", "b" */
-    ngx_log_t *log_;
-    redisAsyncContext *ac_ = nullptr;
-    ngx_event_t reconnect_;
-    ngx_event_t deadline_;
-    ngx_event_t flush_;         /* posted while calls are queued */
-    ngx_event_t probeTimer_;    /* the next PING while Redis is slow */
-    ngx_msec_t backoff_ = kFirstBackoff;
-    CallQueue queue_;
-    BatchCommand command_;
-    Call *free_ = nullptr;
-    Batch *freeBatches_ = nullptr;
-    bool evalNext_ = false;     /* Redis lost the script: send its text */
-    bool ready_ = false;
-    bool stalled_ = false;
-    bool down_ = false;         /* an incident is open (and was logged) */
-    bool replyErrors_ = false;  /* a bad reply logged, none good since */
-    bool nameRefused_ = false;  /* CLIENT SETNAME refused, logged */
-    bool exiting_ = false;
-    bool lost_ = false;         /* a call died with its connection */
-    bool probing_ = false;      /* a PING is out (probe()) */
-    int64_t probeSentUs_ = 0;
-    ngx_msec_t readyAt_ = 0;    /* when the script was loaded */
-    ngx_uint_t attempts_ = 0;
-};
 
 namespace {
 
@@ -233,6 +92,10 @@ void onProbe(redisAsyncContext *ac, void *reply, void *) noexcept {
     linkOf(ac)->probed(ac, static_cast<redisReply *>(reply));
 }
 
+void onSlots(redisAsyncContext *ac, void *reply, void *) noexcept {
+    linkOf(ac)->slotsReplied(ac, static_cast<redisReply *>(reply));
+}
+
 void onFlush(ngx_event_t *ev) noexcept {
     static_cast<Link *>(ev->data)->flush();
 }
@@ -251,9 +114,68 @@ void onProbeTimer(ngx_event_t *ev) noexcept {
 
 }  // namespace
 
+Link::Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
+           const ngx_http_rl_server_t &server, Cluster *cluster,
+           ngx_log_t *log)
+    : zone_(zones[0]), zones_(zones), nzones_(nzones), label_(label),
+      server_(server), cluster_(cluster), log_(log),
+      backoff_(kFirstBackoff) {
+    initTimer(&reconnect_, onReconnectTimer);
+    initTimer(&deadline_, onDeadlineTimer);
+    initTimer(&flush_, onFlush);
+    initTimer(&probeTimer_, onProbeTimer);
+}
+
+Link::~Link() {
+    exiting_ = true;
+    if (reconnect_.timer_set) {
+        ngx_del_timer(&reconnect_);
+    }
+    if (deadline_.timer_set) {
+        ngx_del_timer(&deadline_);
+    }
+    if (probeTimer_.timer_set) {
+        ngx_del_timer(&probeTimer_);
+    }
+    if (flush_.posted) {
+        ngx_delete_posted_event(&flush_);
+    }
+    while (!queue_.empty()) {  /* the worker exits: nobody waits */
+        for (Call *c = queue_.take(); c != nullptr;) {
+            Call *next = c->next;
+            release(c);
+            c = next;
+        }
+    }
+    drop();
+    while (free_ != nullptr) {
+        Call *c = free_;
+        free_ = c->next;
+        ngx_free(c);
+    }
+    while (freeBatches_ != nullptr) {
+        Batch *b = freeBatches_;
+        freeBatches_ = b->next;
+        ngx_free(b);
+    }
+}
+
+void Link::initTimer(ngx_event_t *ev, ngx_event_handler_pt handler) {
+    ngx_memzero(ev, sizeof(ngx_event_t));
+    ev->handler = handler;
+    ev->data = this;
+    ev->log = log_;
+    ev->cancelable = 1;
+}
+
 void Link::connect() {
-    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit) {
+    retired_ = false;
+    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit || ac_ != nullptr)
+    {
         return;
+    }
+    if (reconnect_.timer_set) {
+        ngx_del_timer(&reconnect_);
     }
     if (attempts_++ > 0) {
         eachStats([](ngx_http_rl_zone_stats_t *s) {
@@ -262,11 +184,12 @@ void Link::connect() {
     }
 
     redisAsyncContext *ac;
-    if (zone_->port == 0) {
-        ac = redisAsyncConnectUnix(reinterpret_cast<char *>(zone_->host.data));
+    if (server_.port == 0) {
+        ac = redisAsyncConnectUnix(
+            reinterpret_cast<char *>(server_.host.data));
     } else {
-        ac = redisAsyncConnect(reinterpret_cast<char *>(zone_->host.data),
-                               static_cast<int>(zone_->port));
+        ac = redisAsyncConnect(reinterpret_cast<char *>(server_.host.data),
+                               static_cast<int>(server_.port));
     }
     if (ac == nullptr) {
         fail("cannot connect", "out of memory");
@@ -389,7 +312,7 @@ void Link::disconnected(const redisAsyncContext *ac) {
     if (quiet && !exiting_) {
         ngx_log_error(NGX_LOG_INFO, log_, 0,
                       "%V: redis %V closed an idle connection "
-                      "(%s): connecting again", &label_, &zone_->addr,
+                      "(%s): connecting again", &label_, &server_.addr,
                       ac->errstr[0] ? ac->errstr : "by peer");
         connect();
         return;
@@ -427,7 +350,7 @@ void Link::named(redisAsyncContext *ac, redisReply *reply) {
     nameRefused_ = true;
     ngx_log_error(NGX_LOG_INFO, log_, 0,
                   "%V: redis %V refused CLIENT SETNAME (%s): "
-                  "its connections go unnamed", &label_, &zone_->addr,
+                  "its connections go unnamed", &label_, &server_.addr,
                   reply->str);
 }
 
@@ -451,18 +374,21 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     stalled_ = false;
     readyAt_ = ngx_current_msec;
     backoff_ = kFirstBackoff;
-    setUp(1);
+    setUp(true);
     recovered();
+    if (cluster_ != nullptr) {
+        cluster_->nodeReady(this);
+    }
 }
 
 void Link::recovered() {
     if (down_) {
         down_ = false;
-        setUp(1);   /* a reply after a timeout: no reconnect says so */
+        setUp(true);    /* a reply after a timeout: no reconnect says so */
         for (ngx_uint_t i = 0; i < nzones_; i++) {
             ngx_log_error(NGX_LOG_NOTICE, log_, 0,
                           "rl_zone \"%V\": redis %V is available again",
-                          &zones_[i]->name, &zones_[i]->addr);
+                          &zones_[i]->name, &server_.addr);
         }
     }
 }
@@ -515,15 +441,18 @@ Call *Link::take(ngx_http_rl_group_t *group) {
     call->link = this;
     call->group = group;
     call->rules = group->nrules;
+    call->slot = static_cast<uint16_t>(group->slot);
+    call->asking = false;
     return call;
 }
 
-Call *Link::send(ngx_http_rl_group_t *group) {
+Call *Link::send(ngx_http_rl_group_t *group, bool asking) {
     if (!usable()) {
         return nullptr;
     }
     Call *call = take(group);
     if (call != nullptr) {
+        call->asking = asking;
         enqueue(call);
     }
     return call;
@@ -532,12 +461,16 @@ Call *Link::send(ngx_http_rl_group_t *group) {
 /* A refund leaves at once, on its own; the group hears when Redis took
  * it (or could not), whatever the reply. */
 Call *Link::refund(ngx_http_rl_group_t *group, int argc, const char **argv,
-                   const size_t *len) {
+                   const size_t *len, bool asking) {
     if (!usable()) {
         return nullptr;
     }
     Call *call = take(group);
-    if (call != nullptr &&
+    if (call == nullptr) {
+        return nullptr;
+    }
+    if ((asking && redisAsyncCommand(ac_, nullptr, nullptr, "ASKING")
+                       != REDIS_OK) ||
         redisAsyncCommandArgv(ac_, onRefunded, call, argc, argv, len)
             != REDIS_OK)
     {
@@ -554,17 +487,41 @@ void Link::refunded(Call *call, const redisReply *reply) {
         lost_ = true;
     }
     bool noScript = isNoScript(reply);
+    Redirect to;
+    if (cluster_ != nullptr && reply != nullptr &&
+        reply->type == REDIS_REPLY_ERROR &&
+        parseRedirect({reply->str, reply->len}, &to))
+    {
+        /* the slot moves: once more where the reply says (an ASK's
+         * target is the group's to ask) */
+        if (group != nullptr) {
+            group->call = nullptr;
+            int retry = NGX_HTTP_RL_RETRY_NONE;
+            if (to.ask) {
+                group->ask = reinterpret_cast<ngx_http_rl_link_t *>(
+                    cluster_->asked(to, this));
+                retry = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
+                                              : NGX_HTTP_RL_RETRY_NONE;
+            } else {
+                cluster_->moved(to, this);
+                retry = NGX_HTTP_RL_RETRY_MOVED;
+            }
+            ngx_http_rl_refund_done(group, retry);
+        }
+        return;
+    }
     if (reply != nullptr && reply->type == REDIS_REPLY_ERROR && !noScript &&
         !replyErrors_)
     {
         replyErrors_ = true;
         ngx_log_error(NGX_LOG_ERR, log_, 0,
                       "%V: redis %V replied to a refund: %s",
-                      &label_, &zone_->addr, reply->str);
+                      &label_, &server_.addr, reply->str);
     }
     if (group != nullptr) {
         group->call = nullptr;
-        ngx_http_rl_refund_done(group, noScript ? 1 : 0);
+        ngx_http_rl_refund_done(group, noScript ? NGX_HTTP_RL_RETRY_EVAL
+                                                : NGX_HTTP_RL_RETRY_NONE);
     }
 }
 
@@ -576,41 +533,53 @@ void Link::enqueue(Call *call) {
     }
 }
 
-/* The queued calls leave, as few script calls as the limits allow. */
+/* The queued calls leave, as few script calls as the limits allow (in
+ * a cluster, a call per slot). */
 void Link::flush() {
     while (!queue_.empty()) {
-        Call *first = queue_.take();
-        Batch *batch = freeBatches_;
-        if (batch != nullptr) {
-            freeBatches_ = batch->next;
+        if (cluster_ == nullptr) {
+            sendBatch(queue_.take(), false);
         } else {
-            batch = static_cast<Batch *>(ngx_alloc(sizeof(Batch), log_));
-        }
-        size_t len = 0;
-        if (batch != nullptr && ac_ != nullptr) {
-            len = command_.build(first, evalNext_, monotonicUs(), log_);
-        }
-        if (len > 0) {
-            batch->link = this;
-            batch->first = first;
-            if (redisAsyncFormattedCommand(ac_, onReply, batch,
-                                           command_.data(), len) == REDIS_OK)
-            {
-                continue;
-            }
-        }
-        /* no connection any more, or no memory: the policy, now */
-        if (batch != nullptr) {
-            batch->next = freeBatches_;
-            freeBatches_ = batch;
-        }
-        for (Call *c = first; c != nullptr;) {
-            Call *next = c->next;
-            answer(c, nullptr);
-            c = next;
+            Call *first = queue_.takeSlot();
+            sendBatch(first, first->asking);
         }
     }
     evalNext_ = false;
+}
+
+void Link::sendBatch(Call *first, bool asking) {
+    Batch *batch = freeBatches_;
+    if (batch != nullptr) {
+        freeBatches_ = batch->next;
+    } else {
+        batch = static_cast<Batch *>(ngx_alloc(sizeof(Batch), log_));
+    }
+    size_t len = 0;
+    if (batch != nullptr && ac_ != nullptr) {
+        len = command_.build(first, evalNext_, monotonicUs(), log_);
+    }
+    if (len > 0) {
+        batch->link = this;
+        batch->first = first;
+        /* ASKING holds for the next command only: the batch */
+        if ((!asking || redisAsyncCommand(ac_, nullptr, nullptr, "ASKING")
+                            == REDIS_OK) &&
+            redisAsyncFormattedCommand(ac_, onReply, batch, command_.data(),
+                                       len) == REDIS_OK)
+        {
+            return;
+        }
+    }
+    /* no connection any more, or no memory: the policy, now */
+    if (batch != nullptr) {
+        batch->next = freeBatches_;
+        freeBatches_ = batch;
+    }
+    for (Call *c = first; c != nullptr;) {
+        Call *next = c->next;
+        answer(c, nullptr);
+        c = next;
+    }
 }
 
 /* Hands a call its reply (NULL: none) and frees it. */
@@ -667,6 +636,12 @@ void Link::replied(Batch *batch, redisReply *reply) {
         }
     }
 
+    if (cluster_ != nullptr && reply != nullptr &&
+        reply->type == REDIS_REPLY_ERROR && redirected(batch, reply))
+    {
+        return;
+    }
+
     bool noScript = isNoScript(reply);
     /* Anything but an error or Redis' clock, each call's part and the
      * overrides' trailer is no reply of the script's: its requests get
@@ -682,7 +657,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
             replyErrors_ = true;
             ngx_log_error(NGX_LOG_ERR, log_, 0,
                           "%V: redis %V replied: %s",
-                          &label_, &zone_->addr, reply->str);
+                          &label_, &server_.addr, reply->str);
         }
     } else if (reply != nullptr) {
         if (reply->type != REDIS_REPLY_STRING || reply->len < want ||
@@ -696,7 +671,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
                               "%V: redis %V sent no reply of "
                               "the script's: %s of %uz bytes, where %uz "
                               "bytes of figures were due",
-                              &label_, &zone_->addr,
+                              &label_, &server_.addr,
                               replyType(reply->type),
                               reply->type == REDIS_REPLY_STRING
                                   ? reply->len : 0,
@@ -743,6 +718,41 @@ void Link::replied(Batch *batch, redisReply *reply) {
     }
 }
 
+/* In a cluster, a batch's slot moved (MOVED: the map says so from now),
+ * or is moving (ASK: its keys are on the target, which takes the batch
+ * once after ASKING): each call still wanted goes there, in time left
+ * of its zone's timeout, a few times at most. Other errors (CLUSTERDOWN,
+ * TRYAGAIN while a slot's keys are split between two nodes) get the
+ * failure policy, and have the map asked again. */
+bool Link::redirected(Batch *batch, const redisReply *reply) {
+    Redirect to;
+    if (!parseRedirect({reply->str, reply->len}, &to)) {
+        if (ngx_strncmp(reply->str, "CLUSTERDOWN", 11) == 0) {
+            cluster_->doubt();
+        }
+        return false;
+    }
+    Call *c = batch->first;
+    batch->next = freeBatches_;
+    freeBatches_ = batch;
+    while (c != nullptr) {
+        Call *next = c->next;
+        ngx_http_rl_group_t *group = c->group;
+        release(c);
+        if (group != nullptr) {
+            group->call = nullptr;
+            if (!cluster_->redirect(group, to, this)) {
+                ngx_http_rl_group_done(group, nullptr, -1, nullptr);
+            }
+        }
+        c = next;
+    }
+    if (!to.ask) {
+        cluster_->moved(to, this);      /* even with no call left */
+    }
+    return true;
+}
+
 void Link::timedOut() {
     if (stalled_ || ac_ == nullptr) {
         return;
@@ -764,25 +774,31 @@ void Link::deadlinePassed() {
     schedule();
 }
 
-void Link::setUp(ngx_atomic_uint_t up) {
-    eachStats([up](ngx_http_rl_zone_stats_t *s) { s->up = up; });
+void Link::setUp(bool up) {
+    up_ = up;
+    if (cluster_ != nullptr) {
+        cluster_->nodeChanged();    /* up when all its masters are */
+        return;
+    }
+    eachStats([up](ngx_http_rl_zone_stats_t *s) { s->up = up ? 1 : 0; });
 }
 
 void Link::fail(const char *what, const char *detail) {
-    if (exiting_) {
+    if (exiting_ || retired_) {
         return;
     }
-    setUp(0);
-    if (down_) {
+    bool was = down_;
+    down_ = true;   /* before setUp(): a cluster reads it */
+    setUp(false);
+    if (was) {
         return;
     }
-    down_ = true;
     static const char *const policy[] = {"open", "closed", "local"};
     for (ngx_uint_t i = 0; i < nzones_; i++) {
         ngx_log_error(NGX_LOG_ERR, log_, 0,
                       "rl_zone \"%V\": redis %V unavailable: %s: %s; "
                       "requests get failure=%s",
-                      &zones_[i]->name, &zones_[i]->addr, what,
+                      &zones_[i]->name, &server_.addr, what,
                       detail != nullptr ? detail : "",
                       policy[zones_[i]->failure]);
     }
@@ -806,22 +822,35 @@ void Link::drop() {
     }
 }
 
-/* Zones that can share one connection: the same server, user, password
- * and db, and the same timeouts (a link is stalled, and dropped, by the
- * timeouts of its zones: a zone that waits longer keeps its own). */
-bool sameServer(const ngx_http_rl_zone_t *a, const ngx_http_rl_zone_t *b) {
-    auto eq = [](const ngx_str_t &x, const ngx_str_t &y) {
-        return x.len == y.len &&
-               (x.len == 0 || ngx_memcmp(x.data, y.data, x.len) == 0);
-    };
-    return a->port == b->port && eq(a->host, b->host) &&
-           eq(a->username, b->username) && eq(a->password, b->password) &&
-           a->db == b->db && a->timeout == b->timeout &&
-           a->connect_timeout == b->connect_timeout;
+void Link::retire() {
+    retired_ = true;
+    down_ = false;
+    if (reconnect_.timer_set) {
+        ngx_del_timer(&reconnect_);
+    }
+    drop();
+}
+
+bool Link::askSlots() {
+    if (asking_ || !ready()) {
+        return false;
+    }
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+    size_t len[2] = {7, 5};
+    asking_ = command(onSlots, 2, argv, len);
+    return asking_;
+}
+
+void Link::slotsReplied(const redisAsyncContext *, const redisReply *reply) {
+    /* the context it was asked on may be gone: the cluster still waits */
+    asking_ = false;
+    if (cluster_ != nullptr) {
+        cluster_->slotsReplied(this, reply);
+    }
 }
 
 void Link::schedule() {
-    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit ||
+    if (exiting_ || retired_ || ngx_exiting || ngx_terminate || ngx_quit ||
         reconnect_.timer_set)
     {
         return;
@@ -832,24 +861,76 @@ void Link::schedule() {
 
 }  // namespace rl
 
+using rl::Cluster;
 using rl::Link;
+using rl::Store;
+
+namespace {
+
+/* Zones that can share one store: the same server (or the same cluster
+ * seeds), user, password and db, and the same timeouts (a link is
+ * stalled, and dropped, by the timeouts of its zones: a zone that waits
+ * longer keeps its own). */
+bool sameStore(const ngx_http_rl_zone_t *a, const ngx_http_rl_zone_t *b) {
+    auto eq = [](const ngx_str_t &x, const ngx_str_t &y) {
+        return x.len == y.len &&
+               (x.len == 0 || ngx_memcmp(x.data, y.data, x.len) == 0);
+    };
+    return (a->nseeds > 0) == (b->nseeds > 0) &&
+           (a->nseeds == 0 || eq(a->addr, b->addr)) &&
+           a->port == b->port && eq(a->host, b->host) &&
+           eq(a->username, b->username) && eq(a->password, b->password) &&
+           a->db == b->db && a->timeout == b->timeout &&
+           a->connect_timeout == b->connect_timeout;
+}
+
+/* A server's store: its link, connecting. */
+Store *linkStore(ngx_http_rl_zone_t **zones, ngx_uint_t n, ngx_str_t label,
+                 ngx_log_t *log) {
+    void *mem = ngx_alloc(sizeof(Link), log);
+    if (mem == nullptr) {
+        return nullptr;
+    }
+    ngx_http_rl_server_t server = {zones[0]->host, zones[0]->port,
+                                   zones[0]->addr};
+    Link *link = new (mem) Link(zones, n, label, server, nullptr, log);
+    link->connect();
+    return link;
+}
+
+Store *clusterStore(ngx_http_rl_zone_t **zones, ngx_uint_t n,
+                    ngx_str_t label, ngx_log_t *log) {
+    void *mem = ngx_alloc(sizeof(Cluster), log);
+    if (mem == nullptr) {
+        return nullptr;
+    }
+    Cluster *cluster = new (mem) Cluster(zones, n, label, log);
+    if (!cluster->start()) {
+        cluster->~Cluster();
+        ngx_free(mem);
+        return nullptr;
+    }
+    return cluster;
+}
+
+}  // namespace
 
 extern "C" {
 
-ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
-                                 ngx_http_rl_main_conf_t *rmcf) noexcept {
+ngx_int_t ngx_http_rl_stores_init(ngx_cycle_t *cycle,
+                                  ngx_http_rl_main_conf_t *rmcf) noexcept {
     ngx_uint_t n = rmcf->zones.nelts;
     auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
 
-    rmcf->links = static_cast<ngx_http_rl_link_t **>(
-        ngx_pcalloc(cycle->pool, n * sizeof(ngx_http_rl_link_t *)));
+    rmcf->stores = static_cast<ngx_http_rl_store_t **>(
+        ngx_pcalloc(cycle->pool, n * sizeof(ngx_http_rl_store_t *)));
     auto **members = static_cast<ngx_http_rl_zone_t **>(
         ngx_palloc(cycle->pool, n * sizeof(ngx_http_rl_zone_t *)));
-    if (rmcf->links == nullptr || members == nullptr) {
+    if (rmcf->stores == nullptr || members == nullptr) {
         return NGX_ERROR;
     }
     for (ngx_uint_t i = 0; i < n; i++) {
-        if (ngx_http_rl_embedded(zones[i]) || rmcf->links[i] != nullptr) {
+        if (ngx_http_rl_embedded(zones[i]) || rmcf->stores[i] != nullptr) {
             continue; /* no connection, or the one of a zone before it */
         }
         /* the zones on this server: zones[i] and those after it */
@@ -857,7 +938,7 @@ ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
         size_t len = sizeof("rl_zones ") - 1;
         for (ngx_uint_t j = i; j < n; j++) {
             if (j == i || (!ngx_http_rl_embedded(zones[j]) &&
-                           rl::sameServer(zones[i], zones[j]))) {
+                           sameStore(zones[i], zones[j]))) {
                 members[m++] = zones[j];
                 len += zones[j]->name.len + sizeof("\"\", ") - 1;
             }
@@ -865,9 +946,7 @@ ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
         auto **own = static_cast<ngx_http_rl_zone_t **>(
             ngx_palloc(cycle->pool, m * sizeof(ngx_http_rl_zone_t *)));
         auto *text = static_cast<u_char *>(ngx_pnalloc(cycle->pool, len));
-        void *mem = ngx_alloc(sizeof(Link), cycle->log);
-        if (own == nullptr || text == nullptr || mem == nullptr) {
-            ngx_free(mem);
+        if (own == nullptr || text == nullptr) {
             return NGX_ERROR;
         }
         ngx_memcpy(own, members, m * sizeof(ngx_http_rl_zone_t *));
@@ -878,36 +957,46 @@ ngx_int_t ngx_http_rl_links_init(ngx_cycle_t *cycle,
                             &own[k]->name);
         }
         ngx_str_t label = {static_cast<size_t>(p - text), text};
-        Link *link = new (mem) Link(own, m, label, cycle->log);
-        for (ngx_uint_t k = 0; k < m; k++) {
-            rmcf->links[own[k]->index] =
-                reinterpret_cast<ngx_http_rl_link_t *>(link);
+        Store *store = zones[i]->nseeds > 0
+                           ? clusterStore(own, m, label, cycle->log)
+                           : linkStore(own, m, label, cycle->log);
+        if (store == nullptr) {
+            return NGX_ERROR;
         }
-        link->connect();
+        for (ngx_uint_t k = 0; k < m; k++) {
+            rmcf->stores[own[k]->index] =
+                reinterpret_cast<ngx_http_rl_store_t *>(store);
+        }
     }
     return NGX_OK;
 }
 
-void ngx_http_rl_links_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
-    if (rmcf->links == nullptr) {
+void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
+    if (rmcf->stores == nullptr) {
         return;
     }
     ngx_uint_t n = rmcf->zones.nelts;
     for (ngx_uint_t i = 0; i < n; i++) {
-        Link *link = reinterpret_cast<Link *>(rmcf->links[i]);
-        if (link == nullptr) {
+        Store *store = reinterpret_cast<Store *>(rmcf->stores[i]);
+        if (store == nullptr) {
             continue;
         }
         for (ngx_uint_t j = i + 1; j < n; j++) {    /* its other zones' */
-            if (rmcf->links[j] == rmcf->links[i]) {
-                rmcf->links[j] = nullptr;
+            if (rmcf->stores[j] == rmcf->stores[i]) {
+                rmcf->stores[j] = nullptr;
             }
         }
-        link->~Link();
-        ngx_free(link);
-        rmcf->links[i] = nullptr;
+        store->~Store();
+        ngx_free(store);
+        rmcf->stores[i] = nullptr;
     }
-    rmcf->links = nullptr;
+    rmcf->stores = nullptr;
+}
+
+ngx_http_rl_link_t *ngx_http_rl_store_route(ngx_http_rl_store_t *store,
+                                            ngx_uint_t slot) noexcept {
+    return reinterpret_cast<ngx_http_rl_link_t *>(
+        reinterpret_cast<Store *>(store)->route(slot));
 }
 
 ngx_int_t ngx_http_rl_link_usable(ngx_http_rl_link_t *link) noexcept {
@@ -916,25 +1005,29 @@ ngx_int_t ngx_http_rl_link_usable(ngx_http_rl_link_t *link) noexcept {
 
 ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
                                           ngx_http_rl_group_t *group) noexcept {
-    return reinterpret_cast<ngx_http_rl_call_t *>(reinterpret_cast<Link *>(link)->send(group));
+    return reinterpret_cast<ngx_http_rl_call_t *>(
+        reinterpret_cast<Link *>(link)->send(group));
 }
 
 void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) noexcept {
     reinterpret_cast<rl::Call *>(call)->group = nullptr;
 }
 
+void ngx_http_rl_call_timed_out(ngx_http_rl_call_t *call) noexcept {
+    auto *c = reinterpret_cast<rl::Call *>(call);
+    c->group = nullptr;
+    c->link->timedOut();
+}
+
 ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
                                             ngx_http_rl_group_t *group,
+                                            ngx_uint_t asking,
                                             ngx_uint_t argc,
                                             const char **argv,
                                             const size_t *argvlen) noexcept {
     return reinterpret_cast<ngx_http_rl_call_t *>(
         reinterpret_cast<Link *>(link)->refund(
-            group, static_cast<int>(argc), argv, argvlen));
-}
-
-void ngx_http_rl_link_timed_out(ngx_http_rl_link_t *link) noexcept {
-    reinterpret_cast<Link *>(link)->timedOut();
+            group, static_cast<int>(argc), argv, argvlen, asking != 0));
 }
 
 }  // extern "C"

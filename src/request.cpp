@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "clock.hpp"
+#include "core/cluster.hpp"
 #include "core/script.hpp"
 
 static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
@@ -21,10 +22,16 @@ namespace {
 void cleanupCtx(void *data) noexcept;
 void wake(ngx_event_t *ev) noexcept;
 
-ngx_http_rl_link_t *linkFor(ngx_http_request_t *r, ngx_http_rl_zone_t *z) {
+/* The connection that serves the group's zone (its slot, in a
+ * cluster), or NULL. */
+ngx_http_rl_link_t *linkFor(ngx_http_request_t *r,
+                            const ngx_http_rl_group_t *g) {
     auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
         ngx_http_get_module_main_conf(r, ngx_http_rl_module));
-    return rmcf->links != nullptr ? rmcf->links[z->index] : nullptr;
+    return rmcf->stores != nullptr && rmcf->stores[g->zone->index] != nullptr
+               ? ngx_http_rl_store_route(rmcf->stores[g->zone->index],
+                                         g->slot)
+               : nullptr;
 }
 
 /* The context and its per-rule arrays are one block of the request's
@@ -125,7 +132,8 @@ uint64_t costOf(ngx_http_request_t *r, ngx_http_rl_rule_t *rule) {
     return static_cast<uint64_t>(n);
 }
 
-/* Groups the rules with a non-empty key by zone. */
+/* Groups the rules with a non-empty key by zone, and in a cluster by
+ * the slot of their key value (a script call's keys share a slot). */
 ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
                      ngx_str_t *values) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
@@ -139,14 +147,24 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
             continue; /* an empty key exempts the request from the rule */
         }
         ctx->costs[i] = costOf(r, &rules[i]);
+        ngx_http_rl_zone_t *zone = rules[i].zone;
+        ngx_uint_t slot = 0;
+        if (zone->nseeds > 0) {
+            slot = rl::valueSlot(
+                {reinterpret_cast<char *>(zone->prefix.data),
+                 zone->prefix.len},
+                {reinterpret_cast<char *>(values[i].data), values[i].len});
+        }
         ngx_uint_t g = 0;
-        while (g < ctx->ngroups && ctx->groups[g].zone != rules[i].zone) {
+        while (g < ctx->ngroups && (ctx->groups[g].zone != zone ||
+                                    ctx->groups[g].slot != slot)) {
             g++;
         }
         ngx_http_rl_group_t *group = &ctx->groups[g];
         if (g == ctx->ngroups) {
             ctx->ngroups++;
-            group->zone = rules[i].zone;
+            group->zone = zone;
+            group->slot = slot;
             group->ctx = ctx;
             group->rules = static_cast<ngx_uint_t *>(
                 ngx_palloc(r->pool, n * sizeof(ngx_uint_t)));
@@ -225,13 +243,14 @@ void count(ngx_http_rl_ctx_t *ctx) {
  * whichever worker and connection it lands: g->call is the refund in
  * flight, which the caller counts in ctx->pending. */
 void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
-            bool eval = false) {
+            int retry = NGX_HTTP_RL_RETRY_NONE) {
     if (ngx_http_rl_embedded(g->zone) || g->local) {
         ngx_http_rl_shm_refund(g);
         return;
     }
     ngx_http_request_t *r = ctx->r;
-    ngx_http_rl_link_t *link = linkFor(r, g->zone);
+    bool asking = retry == NGX_HTTP_RL_RETRY_ASK;
+    ngx_http_rl_link_t *link = asking ? g->ask : linkFor(r, g);
     /* EVALSHA sha n keys head specs refund (src/core/script.hpp), keys
      * and specs in rule order, at the decision's time; EVAL and the
      * script's text once Redis said it lost the script */
@@ -248,7 +267,7 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
         count == nullptr || head == nullptr) {
         return;
     }
-    if (eval) {
+    if (retry == NGX_HTTP_RL_RETRY_EVAL) {
         argv[0] = "EVAL";
         argvlen[0] = 4;
         argv[1] = rl_script_text(&argvlen[1]);
@@ -274,7 +293,7 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
     argvlen[3 + n] = static_cast<size_t>(p - head);
     argv[argc - 1] = "refund";
     argvlen[argc - 1] = 6;
-    g->call = ngx_http_rl_link_refund(link, g, argc, argv, argvlen);
+    g->call = ngx_http_rl_link_refund(link, g, asking, argc, argv, argvlen);
 }
 
 /* Rules the deny cache can answer for: Redis zones, enforced, of a
@@ -561,16 +580,13 @@ ngx_msec_t expire(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
             next = next == 0 || ms < next ? ms : next;
             continue;
         }
-        ngx_http_rl_call_detach(group->call);
+        /* its link is told: the one it went on */
+        ngx_http_rl_call_timed_out(group->call);
         group->call = nullptr;
         failed(group);
         ctx->pending--;
         if (group->zone->stats != nullptr) {
             (void) ngx_atomic_fetch_add(&group->zone->stats->timeouts, 1);
-        }
-        ngx_http_rl_link_t *link = linkFor(r, group->zone);
-        if (link != nullptr) {
-            ngx_http_rl_link_timed_out(link);
         }
     }
     return next;
@@ -695,7 +711,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
                 failed(group);
             }
         } else if (group->zone->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
-            ngx_http_rl_link_t *link = linkFor(r, group->zone);
+            ngx_http_rl_link_t *link = linkFor(r, group);
             if (link != nullptr && ngx_http_rl_link_usable(link)) {
                 continue;
             }
@@ -718,7 +734,7 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
             skip(group);
             continue;
         }
-        ngx_http_rl_link_t *link = linkFor(r, group->zone);
+        ngx_http_rl_link_t *link = linkFor(r, group);
         if (link != nullptr && ngx_http_rl_link_usable(link)) {
             if (buildCall(r, group, values) != NGX_OK) {
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -790,14 +806,15 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
 }
 
 void ngx_http_rl_refund_done(ngx_http_rl_group_t *group,
-                             int noscript) noexcept {
+                             int retry) noexcept {
     ngx_http_rl_ctx_t *ctx = group->ctx;
-    if (noscript && !group->refund_retried) {
+    if (retry != NGX_HTTP_RL_RETRY_NONE && !group->refund_retried) {
         /* Redis lost the script (SCRIPT FLUSH, a restart, a failover)
          * between the decision and its refund: once more, with its
-         * text; the request still waits for it */
+         * text; or the slot moved: once more, where the reply said. The
+         * request still waits for it */
         group->refund_retried = 1;
-        refund(ctx, group, true);
+        refund(ctx, group, retry);
         if (group->call != nullptr) {
             return;
         }

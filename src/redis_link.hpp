@@ -1,0 +1,148 @@
+/* A Redis zone's store, per worker (src/redis_link.cpp): one pipelined
+ * hiredis connection (a Link) per Redis server, or a cluster's links
+ * and slot map (src/cluster.cpp). A request's group asks the store for
+ * the link that serves its slot, and sends its call there. */
+#pragma once
+
+#include "batch.hpp"
+
+namespace rl {
+
+struct Redirect;
+class Cluster;
+
+class Store {
+public:
+    virtual ~Store() = default;
+    /* the link of the server that serves the slot, NULL if none is
+     * known (a single server serves every slot) */
+    virtual Link *route(ngx_uint_t slot) = 0;
+};
+
+class Link : public Store {
+public:
+    /* zones[0] gives the connection's parameters, but for the server;
+     * label names the zones in log lines; all three live as long as the
+     * cycle, server (in a cluster) as long as the cluster */
+    Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
+         const ngx_http_rl_server_t &server, Cluster *cluster,
+         ngx_log_t *log);
+    ~Link() override;
+
+    Link *route(ngx_uint_t) override { return this; }
+
+    /* Requests may queue behind a first handshake (hiredis buffers
+     * them, SCRIPT LOAD goes first), not behind one made while an
+     * incident is open, nor while a call is overdue. Once Redis answered
+     * again, late (a slow Redis), requests go while the incident stays
+     * open: the first reply in time closes it (one incident, not one per
+     * late reply). */
+    bool usable() const {
+        return ac_ != nullptr && !stalled_ && (ready_ || !down_);
+    }
+    /* handshake done, no incident open */
+    bool up() const { return ready_ && !down_; }
+    bool ready() const { return ac_ != nullptr && ready_ && !stalled_; }
+    bool retired() const { return retired_; }
+    const ngx_http_rl_server_t &server() const { return server_; }
+
+    void connect();
+    /* a cluster node no slot maps to any more: no connection, no
+     * reconnect, until connect() */
+    void retire();
+    /* asking: the slot is being imported by this node, which takes the
+     * call once after ASKING (an ASK redirection) */
+    Call *send(ngx_http_rl_group_t *group, bool asking = false);
+    Call *refund(ngx_http_rl_group_t *group, int argc, const char **argv,
+                 const size_t *len, bool asking = false);
+    /* CLUSTER SLOTS, answered to the cluster */
+    bool askSlots();
+    void timedOut();
+
+    /* callbacks */
+    void connected(const redisAsyncContext *ac, int status);
+    void disconnected(const redisAsyncContext *ac);
+    void handshakeReply(redisAsyncContext *ac, redisReply *reply);
+    void named(redisAsyncContext *ac, redisReply *reply);
+    void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
+    void replied(Batch *batch, redisReply *reply);
+    void refunded(Call *call, const redisReply *reply);
+    void probed(const redisAsyncContext *ac, const redisReply *reply);
+    void slotsReplied(const redisAsyncContext *ac, const redisReply *reply);
+    void flush();
+    void reconnectDue() { connect(); }
+    void probeDue() {
+        if (down_ && ready_ && !stalled_) {
+            probe();
+        }
+    }
+    void deadlinePassed();
+
+    void release(Call *c) {
+        c->group = nullptr;
+        c->next = free_;
+        free_ = c;
+    }
+
+private:
+    void initTimer(ngx_event_t *ev, ngx_event_handler_pt handler);
+    void fail(const char *what, const char *detail);
+    void recovered();
+    void probe();
+    void setUp(bool up);
+    /* f(the counters) of each zone on this connection that has them */
+    template <typename F>
+    void eachStats(F f) {
+        for (ngx_uint_t i = 0; i < nzones_; i++) {
+            if (zones_[i]->stats != nullptr) {
+                f(zones_[i]->stats);
+            }
+        }
+    }
+    void drop();
+    void schedule();
+    bool command(redisCallbackFn *fn, int argc, const char **argv,
+                 const size_t *len);
+    void answer(Call *call, const redisReply *reply, int64_t clockUs = -1,
+                const int64_t *limits = nullptr);
+    void enqueue(Call *call);
+    Call *take(ngx_http_rl_group_t *group);
+    void sendBatch(Call *first, bool asking);
+    /* a MOVED or ASK reply to a batch: its calls go where it says */
+    bool redirected(Batch *batch, const redisReply *reply);
+
+    ngx_http_rl_zone_t *zone_;
+    ngx_http_rl_zone_t **zones_;
+    ngx_uint_t nzones_;
+    ngx_str_t label_;           /* rl_zone "a" or rl_zones "a", "b" */
+    ngx_http_rl_server_t server_;
+    Cluster *cluster_;          /* the cluster this node is of, or NULL */
+    ngx_log_t *log_;
+    redisAsyncContext *ac_ = nullptr;
+    ngx_event_t reconnect_;
+    ngx_event_t deadline_;
+    ngx_event_t flush_;         /* posted while calls are queued */
+    ngx_event_t probeTimer_;    /* the next PING while Redis is slow */
+    ngx_msec_t backoff_;
+    CallQueue queue_;
+    BatchCommand command_;
+    Call *free_ = nullptr;
+    Batch *freeBatches_ = nullptr;
+    bool evalNext_ = false;     /* Redis lost the script: send its text */
+    bool ready_ = false;
+    bool stalled_ = false;
+    bool down_ = false;         /* an incident is open (and was logged) */
+    bool up_ = false;           /* as rl_store_up last said */
+    bool replyErrors_ = false;  /* a bad reply logged, none good since */
+    bool nameRefused_ = false;  /* CLIENT SETNAME refused, logged */
+    bool exiting_ = false;
+    bool retired_ = false;
+    bool lost_ = false;         /* a call died with its connection */
+    bool probing_ = false;      /* a PING is out (probe()) */
+    bool asking_ = false;       /* CLUSTER SLOTS is out */
+    int64_t probeSentUs_ = 0;
+    ngx_msec_t readyAt_ = 0;    /* when the script was loaded */
+    ngx_uint_t attempts_ = 0;
+};
+
+}  // namespace rl
