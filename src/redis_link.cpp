@@ -824,6 +824,14 @@ void Link::drop() {
 
 void Link::retire() {
     retired_ = true;
+    if (down_) {    /* its incident ends: the cluster serves its slots */
+        for (ngx_uint_t i = 0; i < nzones_; i++) {
+            ngx_log_error(NGX_LOG_NOTICE, log_, 0,
+                          "rl_zone \"%V\": redis %V serves no slot any "
+                          "more: the cluster's other masters decide",
+                          &zones_[i]->name, &server_.addr);
+        }
+    }
     down_ = false;
     if (reconnect_.timer_set) {
         ngx_del_timer(&reconnect_);
