@@ -572,8 +572,7 @@ void Link::sendBatch(Call *first, bool asking) {
     }
     /* no connection any more, or no memory: the policy, now */
     if (batch != nullptr) {
-        batch->next = freeBatches_;
-        freeBatches_ = batch;
+        recycle(batch);
     }
     for (Call *c = first; c != nullptr;) {
         Call *next = c->next;
@@ -693,8 +692,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
         trailerLen = reply->len - want;
     }
     Call *c = batch->first;
-    batch->next = freeBatches_;
-    freeBatches_ = batch;
+    recycle(batch);
     while (c != nullptr) {
         Call *next = c->next;
         ngx_http_rl_group_t *group = c->group;
@@ -733,8 +731,7 @@ bool Link::redirected(Batch *batch, const redisReply *reply) {
         return false;
     }
     Call *c = batch->first;
-    batch->next = freeBatches_;
-    freeBatches_ = batch;
+    recycle(batch);
     while (c != nullptr) {
         Call *next = c->next;
         ngx_http_rl_group_t *group = c->group;

@@ -108,6 +108,10 @@ private:
     void enqueue(Call *call);
     Call *take(ngx_http_rl_group_t *group);
     void sendBatch(Call *first, bool asking);
+    void recycle(Batch *batch) {
+        batch->next = freeBatches_;
+        freeBatches_ = batch;
+    }
     /* a MOVED or ASK reply to a batch: its calls go where it says */
     bool redirected(Batch *batch, const redisReply *reply);
 
