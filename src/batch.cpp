@@ -47,11 +47,13 @@ Call *CallQueue::takeSlot() {
     ngx_uint_t requests = 1;
     ngx_uint_t keys = first->rules;
     Call *prev = nullptr;     /* the last call left in the queue */
+    bool full = false;        /* the rest of the slot waits: in order */
     for (Call *c = head_; c != nullptr;) {
         Call *next = c->next;
-        if (c->slot == first->slot && c->asking == first->asking &&
-            requests < kMaxBatchRequests && keys + c->rules <= kMaxBatchKeys)
-        {
+        bool mine = c->slot == first->slot && c->asking == first->asking;
+        full = full || (mine && (requests == kMaxBatchRequests ||
+                                 keys + c->rules > kMaxBatchKeys));
+        if (mine && !full) {
             if (prev != nullptr) {
                 prev->next = next;
             } else {

@@ -26,6 +26,10 @@ void onRefresh(ngx_event_t *ev) noexcept {
     static_cast<Cluster *>(ev->data)->refreshDue();
 }
 
+void onAskTimeout(ngx_event_t *ev) noexcept {
+    static_cast<Cluster *>(ev->data)->askTimedOut();
+}
+
 bool numeric(ngx_str_t host) {
     if (ngx_inet_addr(host.data, host.len) != INADDR_NONE) {
         return true;
@@ -55,12 +59,20 @@ Cluster::Cluster(ngx_http_rl_zone_t **zones, ngx_uint_t nzones,
     refresh_.data = this;
     refresh_.log = log;
     refresh_.cancelable = 1;
+    ngx_memzero(&askTimer_, sizeof(ngx_event_t));
+    askTimer_.handler = onAskTimeout;
+    askTimer_.data = this;
+    askTimer_.log = log;
+    askTimer_.cancelable = 1;
 }
 
 Cluster::~Cluster() {
     exiting_ = true;
     if (refresh_.timer_set) {
         ngx_del_timer(&refresh_);
+    }
+    if (askTimer_.timer_set) {
+        ngx_del_timer(&askTimer_);
     }
     for (ngx_uint_t i = 0; i < nnodes_; i++) {
         nodes_[i]->link->~Link();
@@ -164,15 +176,18 @@ Link *Cluster::route(ngx_uint_t slot) {
     ngx_uint_t i = slots_[slot];
     if (i == 0) {
         stale_ = true;
-        refresh();
+        refresh(false);
         return nullptr;
     }
     return nodes_[i - 1]->link;
 }
 
-/* CLUSTER SLOTS, to a node whose connection is ready (a master first);
- * when none is, the seeds connect again and the first ready asks */
-void Cluster::refresh() {
+/* CLUSTER SLOTS, to a node whose connection is ready (a master first,
+ * the one after the node asked last: a node that does not answer within
+ * connect_timeout is not asked twice in a row); when none is, the seeds
+ * connect again, on the timer only (not once per request), and the
+ * first ready asks */
+void Cluster::refresh(bool timer) {
     if (exiting_ || asking_) {
         return;
     }
@@ -181,19 +196,24 @@ void Cluster::refresh() {
         return;
     }
     Link *ask = nullptr;
-    for (ngx_uint_t i = 0; i < nnodes_; i++) {
+    ngx_uint_t at = 0;
+    for (ngx_uint_t k = 1; k <= nnodes_; k++) {
+        ngx_uint_t i = (lastAsked_ + k) % nnodes_;
         Node *n = nodes_[i];
         if (n->link->ready() && (ask == nullptr || n->mapped)) {
             ask = n->link;
+            at = i;
             if (n->mapped) {
                 break;
             }
         }
     }
     if (ask == nullptr) {
-        for (ngx_uint_t i = 0; i < nnodes_; i++) {
-            if (nodes_[i]->seed && nodes_[i]->link->retired()) {
-                nodes_[i]->link->connect();
+        if (timer) {
+            for (ngx_uint_t i = 0; i < nnodes_; i++) {
+                if (nodes_[i]->seed && nodes_[i]->link->retired()) {
+                    nodes_[i]->link->connect();
+                }
             }
         }
         later(kRefreshInterval);
@@ -201,10 +221,23 @@ void Cluster::refresh() {
     }
     if (ask->askSlots()) {
         asking_ = true;
+        askLink_ = ask;
+        movedMeanwhile_ = false;
+        lastAsked_ = at;
         askedAt_ = ngx_current_msec;
+        ngx_add_timer(&askTimer_, zone_->connect_timeout);
     } else {
         later(kRefreshInterval);
     }
+}
+
+/* the node asked did not answer: another is asked, its connection
+ * counts as stalled (a request's timeout would say as much) */
+void Cluster::askTimedOut() {
+    asking_ = false;
+    askLink_->timedOut();
+    askLink_ = nullptr;
+    later(kMinRefreshGap);
 }
 
 void Cluster::later(ngx_msec_t ms) {
@@ -216,13 +249,13 @@ void Cluster::later(ngx_msec_t ms) {
 }
 
 void Cluster::refreshDue() {
-    refresh();
+    refresh(true);
     nodeChanged();
 }
 
 void Cluster::nodeReady(Link *) {
     if (stale_) {
-        refresh();
+        refresh(false);
     }
     nodeChanged();
 }
@@ -281,6 +314,7 @@ void Cluster::moved(const Redirect &to, Link *from) {
         }
     }
     n->mapped = true;
+    movedMeanwhile_ = true;     /* a map asked before may not know it */
     doubt();
 }
 
@@ -291,17 +325,26 @@ Link *Cluster::asked(const Redirect &to, Link *from) {
 
 void Cluster::doubt() {
     stale_ = true;
-    refresh();
+    refresh(false);
 }
 
 void Cluster::slotsReplied(Link *link, const redisReply *reply) {
-    if (exiting_) {
-        return;
+    if (exiting_ || !asking_ || link != askLink_) {
+        return;     /* late: another node was asked since */
     }
     asking_ = false;
-    if (reply != nullptr && apply(link, reply)) {
+    askLink_ = nullptr;
+    if (askTimer_.timer_set) {
+        ngx_del_timer(&askTimer_);
+    }
+    if (movedMeanwhile_) {
+        /* older than a MOVED that came since: asked again */
+        later(kMinRefreshGap);
+    } else if (reply != nullptr && apply(link, reply)) {
         stale_ = false;
-    } else if (reply != nullptr) {
+        mapErrors_ = false;
+    } else if (reply != nullptr && !mapErrors_) {
+        mapErrors_ = true;      /* once, until a map is read */
         ngx_log_error(NGX_LOG_ERR, log_, 0,
                       "%V: redis %V sent no slot map: %s", &label_,
                       &link->server().addr,
@@ -331,15 +374,23 @@ bool Cluster::apply(Link *link, const redisReply *reply) {
         }
         const redisReply *m = r->element[2];
         if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
-            m->element[0]->type != REDIS_REPLY_STRING ||
+            (m->element[0]->type != REDIS_REPLY_STRING &&
+             m->element[0]->type != REDIS_REPLY_NIL) ||
             !integer(m->element[1], 1, 65535))
         {
             return false;
         }
-        ngx_str_t host = {m->element[0]->len,
-                          reinterpret_cast<u_char *>(m->element[0]->str)};
-        if (host.len == 0 || (host.len == 1 && host.data[0] == '?')) {
-            host = link->server().host;
+        /* nil or empty: the node asked; "?": not known (its slots stay
+         * unknown: the failure policy) */
+        ngx_str_t host = link->server().host;
+        if (m->element[0]->type == REDIS_REPLY_STRING &&
+            m->element[0]->len > 0)
+        {
+            host = {m->element[0]->len,
+                    reinterpret_cast<u_char *>(m->element[0]->str)};
+        }
+        if (host.len == 1 && host.data[0] == '?') {
+            continue;
         }
         Node *n = node(host, static_cast<ngx_int_t>(m->element[1]->integer));
         if (n == nullptr) {

@@ -35,6 +35,7 @@ public:
     Link *asked(const Redirect &to, Link *from);
     void slotsReplied(Link *link, const redisReply *reply);
     void refreshDue();
+    void askTimedOut();
 
 private:
     struct Node {
@@ -50,7 +51,8 @@ private:
      * is no address or out of memory */
     Node *node(ngx_str_t host, ngx_int_t port);
     Node *node(const Redirect &to, Link *from);
-    void refresh();
+    /* timer: may connect the seeds again */
+    void refresh(bool timer);
     void later(ngx_msec_t ms);
     bool apply(Link *link, const redisReply *reply);
 
@@ -65,10 +67,15 @@ private:
     uint16_t *slots_ = nullptr;     /* node index + 1, 0: not known */
     uint16_t *next_ = nullptr;      /* the map being read */
     ngx_event_t refresh_;
+    ngx_event_t askTimer_;          /* CLUSTER SLOTS unanswered */
+    Link *askLink_ = nullptr;       /* the node asked */
+    ngx_uint_t lastAsked_ = 0;
     ngx_msec_t askedAt_ = 0;
     bool asking_ = false;           /* CLUSTER SLOTS is out */
     bool stale_ = true;             /* the map must be asked again */
     bool known_ = false;            /* a map was read */
+    bool movedMeanwhile_ = false;   /* a MOVED while a map was asked */
+    bool mapErrors_ = false;        /* logged: no map, none read since */
     bool hostnames_ = false;        /* logged: a node named, not numbered */
     bool exiting_ = false;
 };
