@@ -54,16 +54,8 @@ Cluster::Cluster(ngx_http_rl_zone_t **zones, ngx_uint_t nzones,
                  ngx_str_t label, ngx_log_t *log)
     : zone_(zones[0]), zones_(zones), nzones_(nzones), label_(label),
       log_(log) {
-    ngx_memzero(&refresh_, sizeof(ngx_event_t));
-    refresh_.handler = onRefresh;
-    refresh_.data = this;
-    refresh_.log = log;
-    refresh_.cancelable = 1;
-    ngx_memzero(&askTimer_, sizeof(ngx_event_t));
-    askTimer_.handler = onAskTimeout;
-    askTimer_.data = this;
-    askTimer_.log = log;
-    askTimer_.cancelable = 1;
+    initTimer(&refresh_, onRefresh, this, log);
+    initTimer(&askTimer_, onAskTimeout, this, log);
 }
 
 Cluster::~Cluster() {
@@ -153,6 +145,7 @@ Cluster::Node *Cluster::node(ngx_str_t host, ngx_int_t port) {
                               &n->server.host, port);
     n->server.addr = {static_cast<size_t>(end - n->addr), n->addr};
     n->link = new (mem) Link(zones_, nzones_, label_, n->server, this, log_);
+    n->index = static_cast<uint16_t>(nnodes_ + 1);
     nodes_[nnodes_++] = n;
     n->link->connect();
     return n;
@@ -188,7 +181,7 @@ Link *Cluster::route(ngx_uint_t slot) {
  * connect again, on the timer only (not once per request), and the
  * first ready asks */
 void Cluster::refresh(bool timer) {
-    if (exiting_ || asking_) {
+    if (exiting_ || askLink_ != nullptr) {
         return;
     }
     if (askedAt_ != 0 && ngx_current_msec - askedAt_ < kMinRefreshGap) {
@@ -220,7 +213,6 @@ void Cluster::refresh(bool timer) {
         return;
     }
     if (ask->askSlots()) {
-        asking_ = true;
         askLink_ = ask;
         movedMeanwhile_ = false;
         lastAsked_ = at;
@@ -234,7 +226,6 @@ void Cluster::refresh(bool timer) {
 /* the node asked did not answer: another is asked, its connection
  * counts as stalled (a request's timeout would say as much) */
 void Cluster::askTimedOut() {
-    asking_ = false;
     askLink_->timedOut();
     askLink_ = nullptr;
     later(kMinRefreshGap);
@@ -296,7 +287,7 @@ bool Cluster::redirect(ngx_http_rl_group_t *group, const Redirect &to,
         return false;
     }
     if (!to.ask) {
-        moved(to, from);
+        assign(to.slot, n);
     }
     Call *call = n->link->send(group, to.ask);
     group->call = reinterpret_cast<ngx_http_rl_call_t *>(call);
@@ -305,14 +296,13 @@ bool Cluster::redirect(ngx_http_rl_group_t *group, const Redirect &to,
 
 void Cluster::moved(const Redirect &to, Link *from) {
     Node *n = node(to, from);
-    if (n == nullptr) {
-        return;
+    if (n != nullptr) {
+        assign(to.slot, n);
     }
-    for (ngx_uint_t i = 0; i < nnodes_; i++) {
-        if (nodes_[i] == n) {
-            slots_[to.slot] = static_cast<uint16_t>(i + 1);
-        }
-    }
+}
+
+void Cluster::assign(uint16_t slot, Node *n) {
+    slots_[slot] = n->index;
     n->mapped = true;
     movedMeanwhile_ = true;     /* a map asked before may not know it */
     doubt();
@@ -329,10 +319,9 @@ void Cluster::doubt() {
 }
 
 void Cluster::slotsReplied(Link *link, const redisReply *reply) {
-    if (exiting_ || !asking_ || link != askLink_) {
+    if (exiting_ || link != askLink_) {
         return;     /* late: another node was asked since */
     }
-    asking_ = false;
     askLink_ = nullptr;
     if (askTimer_.timer_set) {
         ngx_del_timer(&askTimer_);
@@ -396,14 +385,10 @@ bool Cluster::apply(Link *link, const redisReply *reply) {
         if (n == nullptr) {
             continue;   /* its slots stay unknown: the failure policy */
         }
-        ngx_uint_t index = 0;
-        while (nodes_[index] != n) {
-            index++;
-        }
         for (long long s = r->element[0]->integer;
              s <= r->element[1]->integer; s++)
         {
-            next_[s] = static_cast<uint16_t>(index + 1);
+            next_[s] = n->index;
         }
     }
     for (ngx_uint_t i = 0; i < nnodes_; i++) {

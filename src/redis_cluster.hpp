@@ -43,6 +43,7 @@ private:
         u_char host[NGX_SOCKADDR_STRLEN + 1];
         u_char addr[NGX_SOCKADDR_STRLEN + 8];
         Link *link;
+        uint16_t index;             /* in nodes_, + 1: as slots_ says */
         bool seed;
         bool mapped;
     };
@@ -55,6 +56,8 @@ private:
     void refresh(bool timer);
     void later(ngx_msec_t ms);
     bool apply(Link *link, const redisReply *reply);
+    /* a MOVED: the slot is the node's from now */
+    void assign(uint16_t slot, Node *n);
 
     ngx_http_rl_zone_t *zone_;
     ngx_http_rl_zone_t **zones_;
@@ -68,10 +71,9 @@ private:
     uint16_t *next_ = nullptr;      /* the map being read */
     ngx_event_t refresh_;
     ngx_event_t askTimer_;          /* CLUSTER SLOTS unanswered */
-    Link *askLink_ = nullptr;       /* the node asked */
+    Link *askLink_ = nullptr;       /* the node asked: CLUSTER SLOTS is out */
     ngx_uint_t lastAsked_ = 0;
     ngx_msec_t askedAt_ = 0;
-    bool asking_ = false;           /* CLUSTER SLOTS is out */
     bool stale_ = true;             /* the map must be asked again */
     bool known_ = false;            /* a map was read */
     bool movedMeanwhile_ = false;   /* a MOVED while a map was asked */

@@ -120,10 +120,10 @@ Link::Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
     : zone_(zones[0]), zones_(zones), nzones_(nzones), label_(label),
       server_(server), cluster_(cluster), log_(log),
       backoff_(kFirstBackoff) {
-    initTimer(&reconnect_, onReconnectTimer);
-    initTimer(&deadline_, onDeadlineTimer);
-    initTimer(&flush_, onFlush);
-    initTimer(&probeTimer_, onProbeTimer);
+    initTimer(&reconnect_, onReconnectTimer, this, log_);
+    initTimer(&deadline_, onDeadlineTimer, this, log_);
+    initTimer(&flush_, onFlush, this, log_);
+    initTimer(&probeTimer_, onProbeTimer, this, log_);
 }
 
 Link::~Link() {
@@ -158,14 +158,6 @@ Link::~Link() {
         freeBatches_ = b->next;
         ngx_free(b);
     }
-}
-
-void Link::initTimer(ngx_event_t *ev, ngx_event_handler_pt handler) {
-    ngx_memzero(ev, sizeof(ngx_event_t));
-    ev->handler = handler;
-    ev->data = this;
-    ev->log = log_;
-    ev->cancelable = 1;
 }
 
 void Link::connect() {

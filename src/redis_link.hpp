@@ -11,6 +11,17 @@ namespace rl {
 struct Redirect;
 class Cluster;
 
+/* A timer (or posted event) of an object of this file's: handler gets
+ * it in ev->data. */
+inline void initTimer(ngx_event_t *ev, ngx_event_handler_pt handler,
+                      void *data, ngx_log_t *log) {
+    ngx_memzero(ev, sizeof(ngx_event_t));
+    ev->handler = handler;
+    ev->data = data;
+    ev->log = log;
+    ev->cancelable = 1;
+}
+
 class Store {
 public:
     virtual ~Store() = default;
@@ -85,7 +96,6 @@ public:
     }
 
 private:
-    void initTimer(ngx_event_t *ev, ngx_event_handler_pt handler);
     void fail(const char *what, const char *detail);
     void recovered();
     void probe();
