@@ -202,6 +202,17 @@ sub note_worst {
     $worst{$k} = $over if !defined $worst{$k} || $over > $worst{$k};
 }
 
+# Whether the traffic in @ev paused for more than 50ms (two requests sent
+# further apart, where 10ms was asked) at some time in [$lo, $hi).
+sub stalled {
+    my ($lo, $hi, @ev) = @_;
+    for my $i (1 .. $#ev) {
+        my ($a, $b) = ($ev[$i - 1]{s}, $ev[$i]{s});
+        return 1 if $b - $a > 0.05 && $a < $hi && $b > $lo;
+    }
+    return 0;
+}
+
 sub codes { join ' ', map { $_->{code} } @_ }
 sub adm   { grep { $_->{code} == 200 } @_ }
 
@@ -300,8 +311,16 @@ sub check_sliding {
     my $first = POSIX::floor($ev[0]{r} / $w) + 1;
     my $last  = POSIX::floor($ev[-1]{s} / $w) - 1;
     my @few = grep { ($possible{$_} // 0) < $n - 1 } $first .. $last;
+    # the (N-1)th admission of a window is due in its last quarter or
+    # fifth; a window where the host stalled the flood may miss it
+    my @stalled = grep { stalled($_ * $w, ($_ + 1) * $w, @ev) } @few;
+    note("$tag: window $_ short of " . ($n - 1) . ' after a stall of the'
+         . ' flood: ' . ($possible{$_} // 0)) for @stalled;
+    my %excused = map { $_ => 1 } @stalled;
+    @few = grep { !$excused{$_} } @few;
     ok($last >= $first && !@few,
-       "$tag: at least " . ($n - 1) . " admitted in each window covered whole")
+       "$tag: at least " . ($n - 1) . " admitted in each window covered whole"
+       . ' without a stall')
         or diag(join ', ', map { "window $_: " . ($possible{$_} // 0) } @few);
     my ($c, $m) = max_in_window($w, @a);
     ok($c <= 2 * $n - 1, "$tag: at most 2N-1 in any ${w}s interval ($c)");
