@@ -1,17 +1,21 @@
-# delay= shaping (leaky_bucket, gcra), both stores. rate=10r/s burst=5
+# delay= shaping (leaky_bucket, gcra), both stores. rate=2r/s burst=5
 # delay=2: from idle, 1 + 2 requests pass at once, the next 3 are delayed
-# until they conform (about 100, 200, 300ms after the first) and get
+# until they conform (about 0.5, 1 and 1.5s after the first) and get
 # $rl_status DELAYED, the 7th is rejected at once; meanwhile the worker
-# serves other requests at once. Clients that leave while delayed, and a
-# graceful stop with delayed requests, crash nothing. nodelay (and no
-# delay= at all) shapes nothing.
+# serves other requests before any delayed one. The slow rate is what
+# lets a stalled host (a process frozen for a few hundred ms) still send
+# the 7 requests within one interval, where 10r/s would refill a token.
+# Clients that leave while delayed, and a graceful stop with delayed
+# requests, crash nothing. nodelay (and no delay= at all) shapes nothing.
 
 use lib 't/lib';
 use RlTest;
 use IO::Select;
 
 my $TOL = 0.005;    # timers are in milliseconds
-my $LATE = 0.3;     # a stalled host answers late: how late a test allows
+my $LATE = 0.4;     # a stalled host answers late: how late a test allows,
+                    # less than $T, so that a slot late still fails
+my $T = 0.5;        # the emission interval of rate=2r/s
 
 my $r = start_redis();
 my $loc = '';
@@ -20,12 +24,12 @@ for my $store (qw(redis embedded)) {
     for my $alg (qw(gcra leaky_bucket)) {
         $loc .= <<"LOC";
         location /$store/$alg/d2 {
-            rl_rule zone=$zone key=\$arg_k rate=10r/s algorithm=$alg name=d2
+            rl_rule zone=$zone key=\$arg_k rate=2r/s algorithm=$alg name=d2
                     burst=5 delay=2;
             empty_gif;
         }
         location /$store/$alg/d0 {
-            rl_rule zone=$zone key=\$arg_k rate=10r/s algorithm=$alg name=d0
+            rl_rule zone=$zone key=\$arg_k rate=2r/s algorithm=$alg name=d0
                     burst=2 delay=0;
             empty_gif;
         }
@@ -89,8 +93,9 @@ for my $store (qw(redis embedded)) {
         my @late = map { http_start($port, "$p/d2?k=a") } 4 .. 7;
         my $free = http_get($port, '/free', -timeout => 5);
         is($free->{code}, 200, "$tag: another location answers");
-        ok($free->{elapsed} < 0.08,
-           "$tag: ... at once (" . fmt($free->{elapsed}) . 's)');
+        ok($free->{elapsed} < $T - 0.1,
+           "$tag: ... before any delayed one (" . fmt($free->{elapsed})
+           . 's)');
         my $pending = grep { !$_->poll } @late;
         ok($pending >= 3, "$tag: ... while the delayed ones wait "
                           . "($pending of 4 pending)");
@@ -112,15 +117,15 @@ for my $store (qw(redis embedded)) {
            "$tag: the delayed ones have rl_status DELAYED");
         is(join(' ', map { $_->{st} } @rej), 'REJECTED',
            "$tag: the 7th has rl_status REJECTED");
-        is(join(' ', map { $_->{lim} // '-' } @ok, @rej), '10 10 10 10',
-           "$tag: X-RateLimit-Limit 10 on delayed and rejected");
+        is(join(' ', map { $_->{lim} // '-' } @ok, @rej), '2 2 2 2',
+           "$tag: X-RateLimit-Limit 2 on delayed and rejected");
         ok(@rej && @ok && $rej[0]{at} < $ok[0]{at},
            "$tag: the rejection is answered before the first delayed one ("
            . join(' ', map { fmt($_->{at}) } @rej) . 's)');
         # Never before its conforming time; after it, within $LATE (a
         # stalled host fires the timers late, and several at once).
         for my $k (0 .. $#ok) {
-            my $want = ($k + 1) * 0.1;      # k-th excess beyond delay
+            my $want = ($k + 1) * $T;       # k-th excess beyond delay
             my $at = $ok[$k]{at};
             ok($at >= $want - $TOL && $at <= $want + ($t0r - $t0) + $LATE,
                "$tag: delayed request " . ($k + 1) . ' answered at '
@@ -141,7 +146,7 @@ for my $store (qw(redis embedded)) {
            '200 DELAYED 200 DELAYED 429 REJECTED',
            "$tag delay=0: the two excess requests delayed, the 4th rejected");
         for my $k (0 .. $#ok) {
-            my $want = ($k + 1) * 0.1;
+            my $want = ($k + 1) * $T;
             ok($ok[$k]{at} >= $want - $TOL && $ok[$k]{at} <= $want + $LATE,
                "$tag delay=0: excess " . ($k + 1) . ' at '
                . fmt($ok[$k]{at}) . "s (about ${want}s)");
