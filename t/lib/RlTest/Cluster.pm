@@ -50,7 +50,8 @@ use warnings;
 
 use POSIX ();
 use RlTest::Proc qw(now wait_until free_port make_tempdir reap_pid
-                    kill_and_reap);
+                    kill_and_reap exec_child);
+use parent -norequire, 'RlTest::Proc::Owned';
 use RlTest::Redis;
 
 my $NSLOTS = 16384;
@@ -318,14 +319,7 @@ sub _create {
                map({ '127.0.0.1:' . $_->port } @{ $self->{nodes} }),
                '--cluster-replicas', $self->{n_replicas},
                '--cluster-yes');
-    my $pid = fork;
-    die "fork: $!" unless defined $pid;
-    if ($pid == 0) {
-        open STDIN, '<', '/dev/null';
-        open STDOUT, '>', $out;
-        open STDERR, '>&', \*STDOUT;
-        exec @cmd or POSIX::_exit(127);
-    }
+    my $pid = exec_child(\@cmd, $out);
     my $done = reap_pid($pid, $self->{timeout});
     my $status = $?;
     kill_and_reap($pid, [KILL => 2]) unless $done;
@@ -668,19 +662,5 @@ sub stop {
 }
 
 sub _cleanup_priority { 1 }
-
-sub _cleanup {
-    my ($self) = @_;
-    return unless $$ == $self->{owner};
-    $self->stop;
-}
-
-sub DESTROY {
-    my ($self) = @_;
-    return unless $$ == ($self->{owner} // 0);
-    local ($@, $?);
-    eval { $self->_cleanup };
-    RlTest::Proc::unregister($self);
-}
 
 1;

@@ -28,7 +28,9 @@ use IO::Socket::IP;
 use POSIX ();
 use Test::More ();
 use RlTest::Proc qw(now wait_until free_port make_tempdir children_of
-                    cmdline_of pid_alive reap_pid kill_and_reap);
+                    cmdline_of pid_alive reap_pid kill_and_reap
+                    exec_child);
+use parent -norequire, 'RlTest::Proc::Owned';
 
 our $NGINX = $ENV{RL_NGINX} // '/usr/sbin/nginx';
 
@@ -157,14 +159,7 @@ sub _nginx_cmd {
 sub config_test {
     my ($self) = @_;
     my $out = "$self->{dir}/logs/nginx-t.out";
-    my $pid = fork;
-    die "fork: $!" unless defined $pid;
-    if ($pid == 0) {
-        open STDIN, '<', '/dev/null';
-        open STDOUT, '>', $out;
-        open STDERR, '>&', \*STDOUT;
-        exec $self->_nginx_cmd('-t') or POSIX::_exit(127);
-    }
+    my $pid = exec_child([ $self->_nginx_cmd('-t') ], $out);
     unless (reap_pid($pid, 20)) {
         kill_and_reap($pid, [KILL => 2]);
         return (0, "nginx -t did not finish in 20s");
@@ -208,15 +203,8 @@ sub launch {
     my ($self) = @_;
     # a fresh error log for each start (a prefix dir may be reused)
     open my $trunc, '>', $self->error_log_file; close $trunc;
-    my $pid = fork;
-    die "fork: $!" unless defined $pid;
-    if ($pid == 0) {
-        POSIX::setpgid(0, 0);
-        open STDIN, '<', '/dev/null';
-        open STDOUT, '>', "$self->{dir}/logs/stderr.log";
-        open STDERR, '>&', \*STDOUT;
-        exec $self->_nginx_cmd or POSIX::_exit(127);
-    }
+    my $pid = exec_child([ $self->_nginx_cmd ],
+                         "$self->{dir}/logs/stderr.log", group => 1);
     $self->{pid} = $pid;
     my $exited = 0;
     my $up = wait_until(sub {
@@ -338,14 +326,6 @@ sub _cleanup {
     return unless $self->{pid};
     my @bad = $self->stop(check => 0);
     print STDERR "# nginx $self->{port} error log: $_\n" for @bad;
-}
-
-sub DESTROY {
-    my ($self) = @_;
-    return unless $$ == ($self->{owner} // 0);
-    local ($@, $?);
-    eval { $self->_cleanup };
-    RlTest::Proc::unregister($self);
 }
 
 1;

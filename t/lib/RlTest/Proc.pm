@@ -17,6 +17,7 @@ use Time::HiRes ();
 our @EXPORT_OK = qw(
     now wait_until free_port make_tempdir children_of cmdline_of
     pid_alive reap_pid kill_and_reap spawn register unregister keep_temp
+    exec_child
 );
 
 $SIG{PIPE} = 'IGNORE';
@@ -186,6 +187,24 @@ sub kill_and_reap {
 
 # ---------------------------------------------------------------- children
 
+# exec_child(\@cmd, $out, %opt) forks and execs @cmd with no stdin,
+# stdout and stderr to the file $out (appended to with append => 1), in a
+# process group of its own with group => 1 (a signal to the test's group
+# then spares it); returns its pid.
+sub exec_child {
+    my ($cmd, $out, %opt) = @_;
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if ($pid == 0) {
+        POSIX::setpgid(0, 0) if $opt{group};
+        open STDIN, '<', '/dev/null';
+        open STDOUT, $opt{append} ? '>>' : '>', $out;
+        open STDERR, '>&', \*STDOUT;
+        exec @$cmd or POSIX::_exit(127);
+    }
+    return $pid;
+}
+
 # spawn(sub { ...; return $string }) forks; the child runs the sub and
 # exits without running END blocks. ->wait(timeout) returns the string.
 sub spawn {
@@ -261,6 +280,29 @@ sub DESTROY {
     return unless $$ == $OWNER;
     local ($@, $?);
     eval { $self->_cleanup };
+}
+
+# The base of the harness' servers (nginx, redis-server, a cluster):
+# an object made with owner => $$ cleans up, when it goes or the test
+# ends, in the process that made it and nowhere else (not in a forked
+# child). _cleanup stops it; a class may add to that.
+package RlTest::Proc::Owned;
+
+use strict;
+use warnings;
+
+sub _cleanup {
+    my ($self) = @_;
+    return unless $$ == $self->{owner};
+    $self->stop;
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    return unless $$ == ($self->{owner} // 0);
+    local ($@, $?);
+    eval { $self->_cleanup };
+    RlTest::Proc::unregister($self);
 }
 
 1;

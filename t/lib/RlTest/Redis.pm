@@ -19,9 +19,8 @@ use IO::Select;
 use IO::Socket::IP;
 use POSIX ();
 use RlTest::Proc qw(now wait_until free_port make_tempdir pid_alive
-                    reap_pid kill_and_reap);
-
-my $OWNER = $$;
+                    reap_pid kill_and_reap exec_child);
+use parent -norequire, 'RlTest::Proc::Owned';
 
 sub new {
     my ($class, %opt) = @_;
@@ -66,15 +65,8 @@ sub start {
             ? ('--requirepass', $self->{password}) : ()),
         @{ $self->{args} },
     );
-    my $pid = fork;
-    die "fork: $!" unless defined $pid;
-    if ($pid == 0) {
-        POSIX::setpgid(0, 0);
-        open STDIN, '<', '/dev/null';
-        open STDOUT, '>>', "$self->{dir}/redis.log";
-        open STDERR, '>&', \*STDOUT;
-        exec @cmd or POSIX::_exit(127);
-    }
+    my $pid = exec_child(\@cmd, "$self->{dir}/redis.log", append => 1,
+                         group => 1);
     $self->{pid} = $pid;
     $self->{stopped} = 0;
 
@@ -170,19 +162,5 @@ sub restart {
 }
 
 sub _cleanup_priority { 1 }
-
-sub _cleanup {
-    my ($self) = @_;
-    return unless $$ == $self->{owner};
-    $self->stop;
-}
-
-sub DESTROY {
-    my ($self) = @_;
-    return unless $$ == ($self->{owner} // 0);
-    local ($@, $?);
-    eval { $self->_cleanup };
-    RlTest::Proc::unregister($self);
-}
 
 1;
