@@ -207,8 +207,8 @@ sub note_worst {
 sub stalled {
     my ($lo, $hi, @ev) = @_;
     for my $i (1 .. $#ev) {
-        my ($a, $b) = ($ev[$i - 1]{s}, $ev[$i]{s});
-        return 1 if $b - $a > 0.05 && $a < $hi && $b > $lo;
+        my ($from, $to) = ($ev[$i - 1]{s}, $ev[$i]{s});
+        return 1 if $to - $from > 0.05 && $from < $hi && $to > $lo;
     }
     return 0;
 }
