@@ -4,7 +4,9 @@
 # $rl_status DELAYED, the 7th is rejected at once; meanwhile the worker
 # serves other requests before any delayed one. The slow rate is what
 # lets a stalled host (a process frozen for a few hundred ms) still send
-# the 7 requests within one interval, where 10r/s would refill a token.
+# the 7 requests within one interval, where 10r/s would refill a token;
+# a timed scenario that fails anyway runs once more on another key
+# (twice(): a stall does not hit both runs, a wrong decision does).
 # Clients that leave while delayed, and a graceful stop with delayed
 # requests, crash nothing. nodelay (and no delay= at all) shapes nothing.
 
@@ -78,79 +80,123 @@ sub wait_all {
 }
 sub st { $_[0]{headers}{'x-rl-status'} // '-' }
 
+# A check of a timed scenario: [ passed, name, what was seen ].
+sub same {
+    my ($got, $want, $name) = @_;
+    return [ ($got // '') eq $want, $name, "got '" . ($got // 'undef')
+                                           . "', expected '$want'" ];
+}
+
+# Runs a timed scenario: a sub that takes a key value no run used and
+# returns its checks. A host that stalls a process for long can spread a
+# burst over a refill or hold a timer past its bound, once; so a run
+# with a failed check is noted and run again on another key, and the
+# second run's checks are the test's. A wrong decision fails both.
+sub twice {
+    my ($scenario) = @_;
+    my @c = $scenario->('a1');
+    if (my @bad = grep { !$_->[0] } @c) {
+        note("first run, not ok: $_->[1]" . ($_->[2] ? " ($_->[2])" : ''))
+            for @bad;
+        @c = $scenario->('a2');
+    }
+    for my $c (@c) {
+        ok($c->[0], $c->[1]) or $c->[2] && diag($c->[2]);
+    }
+}
+
 for my $store (qw(redis embedded)) {
     for my $alg (qw(gcra leaky_bucket)) {
         my $p = "/$store/$alg";
         my $tag = "$store $alg";
 
         # -------------------------------------------- burst=5 delay=2
-        my $t0 = now();
-        my @now = map { http_get($port, "$p/d2?k=a") } 1 .. 3;
-        my $t0r = now();
-        is(join(' ', map { "$_->{code} " . st($_) } @now),
-           '200 PASSED 200 PASSED 200 PASSED',
-           "$tag burst=5 delay=2: 1 + 2 pass at once");
-        my @late = map { http_start($port, "$p/d2?k=a") } 4 .. 7;
-        my $free = http_get($port, '/free', -timeout => 5);
-        is($free->{code}, 200, "$tag: another location answers");
-        ok($free->{elapsed} < $T - 0.1,
-           "$tag: ... before any delayed one (" . fmt($free->{elapsed})
-           . 's)');
-        my $pending = grep { !$_->poll } @late;
-        ok($pending >= 3, "$tag: ... while the delayed ones wait "
-                          . "($pending of 4 pending)");
+        twice(sub {
+            my ($k) = @_;
+            my @c;
+            my $t0 = now();
+            my @now = map { http_get($port, "$p/d2?k=$k") } 1 .. 3;
+            my $t0r = now();
+            push @c, same(join(' ', map { "$_->{code} " . st($_) } @now),
+                          '200 PASSED 200 PASSED 200 PASSED',
+                          "$tag burst=5 delay=2: 1 + 2 pass at once");
+            my @late = map { http_start($port, "$p/d2?k=$k") } 4 .. 7;
+            my $free = http_get($port, '/free', -timeout => 5);
+            push @c, same($free->{code}, 200, "$tag: another location answers");
+            push @c, [ $free->{elapsed} < $T - 0.1,
+                       "$tag: ... before any delayed one ("
+                       . fmt($free->{elapsed}) . 's)' ];
+            my $pending = grep { !$_->poll } @late;
+            push @c, [ $pending >= 3, "$tag: ... while the delayed ones wait "
+                                      . "($pending of 4 pending)" ];
 
-        my @res = wait_all(\@late, 5);
-        # completion times relative to the first request
-        my @done;
-        for my $i (0 .. $#res) {
-            push @done, { code => $res[$i]{code}, st => st($res[$i]),
-                          at => $late[$i]{end} - $t0,
-                          lim => $res[$i]{headers}{'x-ratelimit-limit'} };
-        }
-        my @ok  = sort { $a->{at} <=> $b->{at} }
-                  grep { $_->{code} == 200 } @done;
-        my @rej = grep { $_->{code} == 429 } @done;
-        is(scalar @ok, 3, "$tag: 3 of the next 4 are delayed and served");
-        is(scalar @rej, 1, "$tag: 1 of the next 4 is rejected");
-        is(join(' ', map { $_->{st} } @ok), 'DELAYED DELAYED DELAYED',
-           "$tag: the delayed ones have rl_status DELAYED");
-        is(join(' ', map { $_->{st} } @rej), 'REJECTED',
-           "$tag: the 7th has rl_status REJECTED");
-        is(join(' ', map { $_->{lim} // '-' } @ok, @rej), '2 2 2 2',
-           "$tag: X-RateLimit-Limit 2 on delayed and rejected");
-        ok(@rej && @ok && $rej[0]{at} < $ok[0]{at},
-           "$tag: the rejection is answered before the first delayed one ("
-           . join(' ', map { fmt($_->{at}) } @rej) . 's)');
-        # Never before its conforming time; after it, within $LATE (a
-        # stalled host fires the timers late, and several at once).
-        for my $k (0 .. $#ok) {
-            my $want = ($k + 1) * $T;       # k-th excess beyond delay
-            my $at = $ok[$k]{at};
-            ok($at >= $want - $TOL && $at <= $want + ($t0r - $t0) + $LATE,
-               "$tag: delayed request " . ($k + 1) . ' answered at '
-               . fmt($at) . "s, about ${want}s after the first");
-        }
+            my @res = wait_all(\@late, 5);
+            # completion times relative to the first request
+            my @done;
+            for my $i (0 .. $#res) {
+                push @done, { code => $res[$i]{code}, st => st($res[$i]),
+                              at => $late[$i]{end} - $t0,
+                              lim => $res[$i]{headers}{'x-ratelimit-limit'} };
+            }
+            my @ok  = sort { $a->{at} <=> $b->{at} }
+                      grep { $_->{code} == 200 } @done;
+            my @rej = grep { $_->{code} == 429 } @done;
+            push @c, same(scalar @ok, 3,
+                          "$tag: 3 of the next 4 are delayed and served");
+            push @c, same(scalar @rej, 1, "$tag: 1 of the next 4 is rejected");
+            push @c, same(join(' ', map { $_->{st} } @ok),
+                          'DELAYED DELAYED DELAYED',
+                          "$tag: the delayed ones have rl_status DELAYED");
+            push @c, same(join(' ', map { $_->{st} } @rej), 'REJECTED',
+                          "$tag: the 7th has rl_status REJECTED");
+            push @c, same(join(' ', map { $_->{lim} // '-' } @ok, @rej),
+                          '2 2 2 2',
+                          "$tag: X-RateLimit-Limit 2 on delayed and rejected");
+            push @c, [ @rej && @ok && $rej[0]{at} < $ok[0]{at},
+                       "$tag: the rejection is answered before the first "
+                       . 'delayed one ('
+                       . join(' ', map { fmt($_->{at}) } @rej) . 's)' ];
+            # Never before its conforming time; after it, within $LATE (a
+            # stalled host fires the timers late, and several at once).
+            for my $i (0 .. $#ok) {
+                my $want = ($i + 1) * $T;   # i-th excess beyond delay
+                my $at = $ok[$i]{at};
+                push @c, [ $at >= $want - $TOL
+                           && $at <= $want + ($t0r - $t0) + $LATE,
+                           "$tag: delayed request " . ($i + 1)
+                           . ' answered at ' . fmt($at)
+                           . "s, about ${want}s after the first" ];
+            }
+            return @c;
+        });
 
         # -------------------------------------------- burst=2 delay=0
-        $t0 = now();
-        my $first = http_get($port, "$p/d0?k=a");
-        is("$first->{code} " . st($first), '200 PASSED',
-           "$tag burst=2 delay=0: the first passes at once");
-        @late = map { http_start($port, "$p/d0?k=a") } 2 .. 4;
-        @res = wait_all(\@late, 5);
-        @done = map { { code => $res[$_]{code}, st => st($res[$_]),
-                        at => $late[$_]{end} - $t0 } } 0 .. $#res;
-        @ok = sort { $a->{at} <=> $b->{at} } grep { $_->{code} == 200 } @done;
-        is(join(' ', sort map { "$_->{code} $_->{st}" } @done),
-           '200 DELAYED 200 DELAYED 429 REJECTED',
-           "$tag delay=0: the two excess requests delayed, the 4th rejected");
-        for my $k (0 .. $#ok) {
-            my $want = ($k + 1) * $T;
-            ok($ok[$k]{at} >= $want - $TOL && $ok[$k]{at} <= $want + $LATE,
-               "$tag delay=0: excess " . ($k + 1) . ' at '
-               . fmt($ok[$k]{at}) . "s (about ${want}s)");
-        }
+        twice(sub {
+            my ($k) = @_;
+            my @c;
+            my $t0 = now();
+            my $first = http_get($port, "$p/d0?k=$k");
+            push @c, same("$first->{code} " . st($first), '200 PASSED',
+                          "$tag burst=2 delay=0: the first passes at once");
+            my @late = map { http_start($port, "$p/d0?k=$k") } 2 .. 4;
+            my @res = wait_all(\@late, 5);
+            my @done = map { { code => $res[$_]{code}, st => st($res[$_]),
+                               at => $late[$_]{end} - $t0 } } 0 .. $#res;
+            my @ok = sort { $a->{at} <=> $b->{at} }
+                     grep { $_->{code} == 200 } @done;
+            push @c, same(join(' ', sort map { "$_->{code} $_->{st}" } @done),
+                          '200 DELAYED 200 DELAYED 429 REJECTED',
+                          "$tag delay=0: the two excess requests delayed, "
+                          . 'the 4th rejected');
+            for my $i (0 .. $#ok) {
+                my $want = ($i + 1) * $T;
+                push @c, [ $ok[$i]{at} >= $want - $TOL
+                           && $ok[$i]{at} <= $want + $LATE,
+                           "$tag delay=0: excess " . ($i + 1) . ' at '
+                           . fmt($ok[$i]{at}) . "s (about ${want}s)" ];
+            }
+            return @c;
+        });
 
         # -------------------------------------------- nodelay, default
         # (1r/s: shaping would delay the excess by 1s, 2s...)
