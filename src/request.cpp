@@ -151,8 +151,6 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
         ngx_uint_t slot = 0;
         if (zone->nseeds > 0) {
             slot = rl::valueSlot(
-                {reinterpret_cast<char *>(zone->prefix.data),
-                 zone->prefix.len},
                 {reinterpret_cast<char *>(values[i].data), values[i].len});
         }
         ngx_uint_t g = 0;

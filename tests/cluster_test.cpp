@@ -30,21 +30,24 @@ TEST(KeySlot, HashTag) {
 }
 
 /* Every state key of a value, and its block PREFIX{VALUE}, share the
- * value's slot, digested values too. */
+ * value's slot, whatever the (brace-free) prefix, digested values too. */
 TEST(ValueSlot, IsTheSlotOfEveryKeyOfTheValue) {
     std::string longValue(200, 'x');
     std::string binary("a\0{b}\xff", 6);
     for (std::string value : {std::string("alice"), longValue, binary,
                               std::string("~x"), std::string()}) {
-        char key[64 + 1 + rl::kMaxPlainValue + 2 + rl::kRuleIdLen];
-        char *end = rl::writeStateKey(key, "rl:", value, "0123456789abcdef");
-        std::string stateKey(key, end);
-        std::string block = stateKey.substr(0, stateKey.size() - 17);
-        EXPECT_EQ(block.back(), '}');
-        EXPECT_EQ(rl::valueSlot("rl:", value), rl::keySlot(stateKey));
-        EXPECT_EQ(rl::valueSlot("rl:", value), rl::keySlot(block));
+        for (const char *prefix : {"rl:", "", "a:much:longer:prefix:"}) {
+            char key[64 + 1 + rl::kMaxPlainValue + 2 + rl::kRuleIdLen];
+            char *end = rl::writeStateKey(key, prefix, value,
+                                          "0123456789abcdef");
+            std::string stateKey(key, end);
+            std::string block = stateKey.substr(0, stateKey.size() - 17);
+            EXPECT_EQ(block.back(), '}');
+            EXPECT_EQ(rl::valueSlot(value), rl::keySlot(stateKey));
+            EXPECT_EQ(rl::valueSlot(value), rl::keySlot(block));
+        }
     }
-    EXPECT_EQ(rl::valueSlot("rl:", "alice"), 749);
+    EXPECT_EQ(rl::valueSlot("alice"), 749);
 }
 
 TEST(Redirect, MovedAndAsk) {

@@ -60,14 +60,13 @@ uint16_t keySlot(std::string_view key) {
     return static_cast<uint16_t>(crc16(key) & (kClusterSlots - 1));
 }
 
-uint16_t valueSlot(std::string_view prefix, std::string_view value) {
-    /* the key up to its tag's end: the rule id after it never counts */
-    char key[kMaxPlainValue * 2 + kDigestValueLen + 2 + kRuleIdLen];
-    if (prefix.size() > kMaxPlainValue) {
-        prefix = prefix.substr(0, kMaxPlainValue);
-    }
-    char *end = writeStateKey(key, prefix, value, "");
-    return keySlot({key, static_cast<size_t>(end - key - kRuleIdLen - 1)});
+uint16_t valueSlot(std::string_view value) {
+    /* a tag is never empty, nor holds a brace (valueNeedsDigest) */
+    char tag[kDigestValueLen > kMaxPlainValue ? kDigestValueLen
+                                              : kMaxPlainValue];
+    char *end = writeValueTag(tag, value);
+    return static_cast<uint16_t>(
+        crc16({tag, static_cast<size_t>(end - tag)}) & (kClusterSlots - 1));
 }
 
 bool parseRedirect(std::string_view error, Redirect *out) {

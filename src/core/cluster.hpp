@@ -15,9 +15,10 @@ inline constexpr size_t kClusterSlots = 16384;
  * key. Modulo 16384. As Redis' keyHashSlot(). */
 uint16_t keySlot(std::string_view key);
 
-/* The slot of every state key of VALUE under PREFIX (the key's tag is
- * VALUE, or its digest: src/core/state_key.hpp), and of its block. */
-uint16_t valueSlot(std::string_view prefix, std::string_view value);
+/* The slot of every state key of VALUE, and of its block: the slot of
+ * the key's hash tag (VALUE, or its digest: src/core/state_key.hpp).
+ * The prefix plays no part: a cluster zone's holds no brace. */
+uint16_t valueSlot(std::string_view value);
 
 struct Redirect {
     bool ask;               /* ASK (once, after ASKING), else MOVED */

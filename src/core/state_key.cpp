@@ -27,19 +27,22 @@ size_t stateKeyLength(size_t prefixLen, std::string_view value) {
     return prefixLen + 1 + v + 2 + kRuleIdLen;
 }
 
+char* writeValueTag(char* out, std::string_view value) {
+    if (valueNeedsDigest(value)) {
+        *out++ = '~';
+        toHex(sha1(value), out, 40);
+        return out + 40;
+    }
+    std::memcpy(out, value.data(), value.size());
+    return out + value.size();
+}
+
 char* writeStateKey(char* out, std::string_view prefix,
                     std::string_view value, std::string_view ruleId) {
     std::memcpy(out, prefix.data(), prefix.size());
     out += prefix.size();
     *out++ = '{';
-    if (valueNeedsDigest(value)) {
-        *out++ = '~';
-        toHex(sha1(value), out, 40);
-        out += 40;
-    } else {
-        std::memcpy(out, value.data(), value.size());
-        out += value.size();
-    }
+    out = writeValueTag(out, value);
     *out++ = '}';
     *out++ = ':';
     size_t n = ruleId.size() < kRuleIdLen ? ruleId.size() : kRuleIdLen;

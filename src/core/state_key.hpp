@@ -27,6 +27,10 @@ bool valueNeedsDigest(std::string_view value);
 
 size_t stateKeyLength(size_t prefixLen, std::string_view value);
 
+/* Writes the key's hash tag, what stands between its braces: VALUE, or
+ * '~' and its digest (at most kDigestValueLen bytes); returns the end. */
+char* writeValueTag(char* out, std::string_view value);
+
 /* Writes the key (stateKeyLength bytes, no NUL); returns the end. */
 char* writeStateKey(char* out, std::string_view prefix,
                     std::string_view value, std::string_view ruleId);
