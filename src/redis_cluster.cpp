@@ -60,12 +60,8 @@ Cluster::Cluster(ngx_http_rl_zone_t **zones, ngx_uint_t nzones,
 
 Cluster::~Cluster() {
     exiting_ = true;
-    if (refresh_.timer_set) {
-        ngx_del_timer(&refresh_);
-    }
-    if (askTimer_.timer_set) {
-        ngx_del_timer(&askTimer_);
-    }
+    stopTimer(&refresh_);
+    stopTimer(&askTimer_);
     for (ngx_uint_t i = 0; i < nnodes_; i++) {
         nodes_[i]->link->~Link();
         ngx_free(nodes_[i]->link);
@@ -323,9 +319,7 @@ void Cluster::slotsReplied(Link *link, const redisReply *reply) {
         return;     /* late: another node was asked since */
     }
     askLink_ = nullptr;
-    if (askTimer_.timer_set) {
-        ngx_del_timer(&askTimer_);
-    }
+    stopTimer(&askTimer_);
     if (movedMeanwhile_) {
         /* older than a MOVED that came since: asked again */
         later(kMinRefreshGap);

@@ -128,15 +128,9 @@ Link::Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
 
 Link::~Link() {
     exiting_ = true;
-    if (reconnect_.timer_set) {
-        ngx_del_timer(&reconnect_);
-    }
-    if (deadline_.timer_set) {
-        ngx_del_timer(&deadline_);
-    }
-    if (probeTimer_.timer_set) {
-        ngx_del_timer(&probeTimer_);
-    }
+    stopTimer(&reconnect_);
+    stopTimer(&deadline_);
+    stopTimer(&probeTimer_);
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);
     }
@@ -166,9 +160,7 @@ void Link::connect() {
     {
         return;
     }
-    if (reconnect_.timer_set) {
-        ngx_del_timer(&reconnect_);
-    }
+    stopTimer(&reconnect_);
     if (attempts_++ > 0) {
         eachStats([](ngx_http_rl_zone_stats_t *s) {
             (void) ngx_atomic_fetch_add(&s->reconnects, 1);
@@ -280,9 +272,7 @@ void Link::connected(const redisAsyncContext *ac, int status) {
     ac_ = nullptr;
     ready_ = false;
     fail("cannot connect", ac->errstr);
-    if (deadline_.timer_set) {
-        ngx_del_timer(&deadline_);
-    }
+    stopTimer(&deadline_);
     schedule();
 }
 
@@ -298,9 +288,7 @@ void Link::disconnected(const redisAsyncContext *ac) {
                  ngx_current_msec - readyAt_ >= 1000;
     ac_ = nullptr;
     ready_ = false;
-    if (deadline_.timer_set) {
-        ngx_del_timer(&deadline_);
-    }
+    stopTimer(&deadline_);
     if (quiet && !exiting_) {
         ngx_log_error(NGX_LOG_INFO, log_, 0,
                       "%V: redis %V closed an idle connection "
@@ -359,9 +347,7 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
         schedule();
         return;
     }
-    if (deadline_.timer_set) {
-        ngx_del_timer(&deadline_);
-    }
+    stopTimer(&deadline_);
     ready_ = true;
     stalled_ = false;
     readyAt_ = ngx_current_msec;
@@ -610,9 +596,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
         lost_ = true;
     } else if (ready_) {
         stalled_ = false;
-        if (deadline_.timer_set) {
-            ngx_del_timer(&deadline_);
-        }
+        stopTimer(&deadline_);
         /* a reply in time closes an incident; a late one (every request
          * of the batch got the policy already) only lets requests go
          * again, and a PING says whether Redis answers in time now */
@@ -798,12 +782,8 @@ void Link::drop() {
     ac_ = nullptr;
     ready_ = false;
     stalled_ = false;
-    if (deadline_.timer_set) {
-        ngx_del_timer(&deadline_);
-    }
-    if (probeTimer_.timer_set) {
-        ngx_del_timer(&probeTimer_);
-    }
+    stopTimer(&deadline_);
+    stopTimer(&probeTimer_);
     if (ac != nullptr) {
         /* pending callbacks run now (or when hiredis leaves its own
          * callback) with a NULL reply: their requests get the policy */
@@ -822,9 +802,7 @@ void Link::retire() {
         }
     }
     down_ = false;
-    if (reconnect_.timer_set) {
-        ngx_del_timer(&reconnect_);
-    }
+    stopTimer(&reconnect_);
     drop();
 }
 

@@ -22,6 +22,13 @@ inline void initTimer(ngx_event_t *ev, ngx_event_handler_pt handler,
     ev->cancelable = 1;
 }
 
+/* Takes a timer off nginx's tree if it is on it. */
+inline void stopTimer(ngx_event_t *ev) {
+    if (ev->timer_set) {
+        ngx_del_timer(ev);
+    }
+}
+
 class Store {
 public:
     virtual ~Store() = default;
