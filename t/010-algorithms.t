@@ -202,15 +202,18 @@ sub note_worst {
     $worst{$k} = $over if !defined $worst{$k} || $over > $worst{$k};
 }
 
-# Whether the traffic in @ev paused for more than 50ms (two requests sent
-# further apart, where 10ms was asked) at some time in [$lo, $hi).
+# Where the host stalled the traffic in @ev: [from, to] of each two
+# requests sent more than 50ms apart, where 10ms was asked.
+sub pauses {
+    my @ev = @_;
+    return grep { $_->[1] - $_->[0] > 0.05 }
+           map { [ $ev[$_ - 1]{s}, $ev[$_]{s} ] } 1 .. $#ev;
+}
+
+# Whether the traffic in @ev paused at some time in [$lo, $hi).
 sub stalled {
     my ($lo, $hi, @ev) = @_;
-    for my $i (1 .. $#ev) {
-        my ($from, $to) = ($ev[$i - 1]{s}, $ev[$i]{s});
-        return 1 if $to - $from > 0.05 && $from < $hi && $to > $lo;
-    }
-    return 0;
+    return scalar grep { $_->[0] < $hi && $_->[1] > $lo } pauses(@ev);
 }
 
 sub codes { join ' ', map { $_->{code} } @_ }
@@ -507,10 +510,7 @@ for my $store (@STORES) {
             # most the T's of that time are lost (none without stalls)
             my $t = $w / $n;
             my $stalled = 0;
-            for my $i (1 .. $#flood) {
-                my $gap = $flood[$i]{s} - $flood[$i - 1]{s};
-                $stalled += $gap - 0.05 if $gap > 0.05;
-            }
+            $stalled += $_->[1] - $_->[0] - 0.05 for pauses(@flood);
             my $lost = POSIX::ceil($stalled / $t - 1e-9);
             ok($got >= $want - 1 - $lost && $got <= $want + 1,
                "$tag, flood: about C + N per W admitted ($got, "
