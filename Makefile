@@ -4,6 +4,10 @@
 #                configuration on 127.0.0.1 (make stop ends them)
 #   make test    build, run the unit tests (ctest) and the integration
 #                tests (prove -r t)
+#
+#   make test-nginx  nginx's own test suite (../shared) without the module
+#                and with it, an embedded and a Redis rule on every request
+#                (t/nginx-suite)
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
@@ -27,7 +31,8 @@ SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 
-.PHONY: all deps module unit unit-build integration test run stop clean
+.PHONY: all deps module unit unit-build integration test test-nginx \
+        run stop clean
 
 all: module unit-build
 
@@ -64,6 +69,9 @@ integration: module
 	RL_MODULE=$(MODULE) prove -r t
 
 test: unit integration
+
+test-nginx: module
+	RL_MODULE=$(MODULE) BUILD=$(BUILD) t/nginx-suite
 
 run: module
 	@RL_MODULE=$(MODULE) RUN_DIR=$(RUN_DIR) RUN_PORT=$(RUN_PORT) \
