@@ -15,6 +15,8 @@ use POSIX ();
 my ($valgrind) = map { "$_/valgrind" } grep { -x "$_/valgrind" }
                  split /:/, $ENV{PATH};
 plan(skip_all => 'valgrind is not installed') unless $valgrind;
+plan(skip_all => 'the module is built with ASan (make test SANITIZE=1), '
+               . 'which valgrind cannot run') if $ENV{RL_SANITIZE};
 
 my $rx = start_redis();
 my $ry = start_redis();
