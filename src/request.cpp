@@ -768,6 +768,7 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     rl_outcome_t out[RL_MAX_RULES];
     unsigned char dry[RL_MAX_RULES];
+    int64_t max_delay[RL_MAX_RULES];
     int allowed = 0;
 
     group->call = nullptr;
@@ -778,12 +779,17 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
                                       rl::monotonicUs() - group->sent_us));
     }
     for (ngx_uint_t k = 0; k < group->nrules; k++) {
-        dry[k] = ngx_http_rl_dry_run(ctx, &rules[group->rules[k]]);
+        ngx_http_rl_rule_t *rule = &rules[group->rules[k]];
+        dry[k] = ngx_http_rl_dry_run(ctx, rule);
+        /* a reply asking a longer delay is not the script's */
+        max_delay[k] = rl_algorithm_max_delay_us(
+            static_cast<int>(rule->algorithm), rule->limit, rule->window_us,
+            rule->burst, rule->delay);
     }
     /* every call of the module's asks for Redis' clock */
     if (reply != nullptr && clock_us > 0 &&
-        rl_decode_reply(reply, group->nrules, group->costs, dry, &allowed,
-                        out) == RL_REPLY_OK) {
+        rl_decode_reply(reply, group->nrules, group->costs, dry, max_delay,
+                        &allowed, out) == RL_REPLY_OK) {
         group->allowed = allowed ? 1 : 0;
         group->now_us = clock_us - group->age_us;
         for (ngx_uint_t k = 0; k < group->nrules; k++) {

@@ -63,6 +63,9 @@ int rl_algorithm_exact(int algorithm, uint64_t limit, uint64_t window_us,
     uint64_t burst, uint64_t delay, uint64_t max_cost) RL_NOEXCEPT;
 uint64_t rl_algorithm_capacity(int algorithm, uint64_t limit,
     uint64_t burst) RL_NOEXCEPT;
+/* The longest delay a rule's reply may ask, in us (0: none). */
+int64_t rl_algorithm_max_delay_us(int algorithm, uint64_t limit,
+    uint64_t window_us, uint64_t burst, uint64_t delay) RL_NOEXCEPT;
 
 const char *rl_script_text(size_t *len) RL_NOEXCEPT;
 const char *rl_script_sha(void) RL_NOEXCEPT;
@@ -77,11 +80,12 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
     uint64_t burst, uint64_t delay, int dry, int burst_follows) RL_NOEXCEPT;
 
 /* Decodes one request's part of an EVALSHA reply (a hiredis
- * redisReply *), its rules of these costs, dry runs or not
- * (src/core/reply.hpp). */
+ * redisReply *), its rules of these costs, dry runs or not, waiting at
+ * most max_delay_us (src/core/reply.hpp). */
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
-    const uint64_t *costs, const unsigned char *dry, int *allowed,
-    rl_outcome_t *out) RL_NOEXCEPT;
+    const uint64_t *costs, const unsigned char *dry,
+    const int64_t *max_delay_us, int *allowed, rl_outcome_t *out)
+    RL_NOEXCEPT;
 
 /* A printable form of a key value for logs: bytes outside 0x20-0x7e,
  * '"' and '\' as \xHH, cut after `cap` bytes of output with "...".

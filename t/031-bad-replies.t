@@ -49,6 +49,11 @@ my @REPLIES = (
     [good => good()],
     ['error reply' => "-ERR boom\r\n"],
     [good => good()],
+    # a delay of 5 s for a rule without delay= (the script never asks
+    # one): not waited, the failure policy (t/043 found it held)
+    ['a delay the rule never asks' => bulk(pack('d<4',
+        int(Time::HiRes::time() * 1e6), 10, 1000000, -5000000))],
+    [good => good()],
 );
 
 my $listen = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,

@@ -152,6 +152,45 @@ TEST(Algorithm, Capacity) {
     EXPECT_EQ(cap(Algorithm::Gcra, 1, UINT64_MAX), UINT64_MAX);
 }
 
+/* The longest delay a reply may ask of a rule (src/core/reply.cpp
+ * refuses longer): 0 for a rule that never delays; else at least every
+ * delay the algorithm gives, whatever the cost and the key value's
+ * override of N (N down to 1), for a bucket filled at once. */
+TEST(Algorithm, MaxDelayCoversEveryDelay) {
+    EXPECT_EQ(rl::maxDelayUs(Params{Algorithm::Gcra, 10, kSec, 5, 5}), 0);
+    EXPECT_EQ(rl::maxDelayUs(Params{Algorithm::TokenBucket, 10, kSec, 5, 0}),
+              0);
+    EXPECT_EQ(rl::maxDelayUs(Params{Algorithm::FixedWindow, 10, kSec, 0, 0}),
+              0);
+    Params dry{Algorithm::Gcra, 10, kSec, 5, 2};
+    dry.dryRun = true;
+    EXPECT_EQ(rl::maxDelayUs(dry), 0);
+    EXPECT_EQ(rl::maxDelayUs(Params{Algorithm::Gcra, 1, UINT64_MAX / 2,
+                                    UINT64_MAX / 2, 0}),
+              int64_t{1} << 53);
+    for (Algorithm a : {Algorithm::LeakyBucket, Algorithm::Gcra}) {
+        for (uint64_t n : {1u, 3u, 10u, 1000u}) {
+            for (uint64_t cost : {1u, 2u, 6u}) {
+                Params p{a, n, kSec, 5, 1};
+                /* the rule's own figures, its max under N = 1 */
+                int64_t bound = rl::maxDelayUs(Params{a, 10, kSec, 5, 1});
+                State s{};
+                int64_t worst = 0;
+                for (int i = 0; i < 20; i++) {
+                    Check c = rl::check(p, s, nullptr, cost, kT0);
+                    if (!c.ok) {
+                        break;
+                    }
+                    worst = std::max(worst, c.delayUs);
+                    rl::commit(p, s, nullptr, cost, kT0);
+                }
+                EXPECT_GT(worst, 0) << "n " << n << " cost " << cost;
+                EXPECT_LE(worst, bound) << "n " << n << " cost " << cost;
+            }
+        }
+    }
+}
+
 TEST(Algorithm, LogSlotsAreTheLimitForTheLogOnly) {
     for (Algorithm a : kAll) {
         Params p{a, 250, kSec, 0, 0};

@@ -456,3 +456,26 @@ TEST(Trailer, LimitsOfEachCallInTurn) {
 }
 
 }  // namespace
+
+/* A delay longer than the rule ever asks (a rule without delay= never
+ * asks one) is no reply of the script's: a broken or hostile Redis must
+ * not hold a request for years. Found by t/043-random-replies.t: a
+ * verdict of -5 s held a request of a rule without delay= for 5 s. */
+TEST_F(Reply, DelayBeyondTheRulesIsMalformed) {
+    RuleAsked nodelay{1, false, 0};
+    RuleAsked shapes{1, false, 300000};
+    EXPECT_EQ(decode(r_.figures({5, 1000, -5000000}), 1, {nodelay}),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({5, 1000, -1}), 1, {nodelay}),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({5, 1000, -300001}), 1, {shapes}),
+              ReplyStatus::Malformed);
+    ASSERT_EQ(decode(r_.figures({5, 1000, -300000}), 1, {shapes}),
+              ReplyStatus::Ok);
+    expectOutcome(out_[0], 4, 1, 0, 300);
+    /* a dry run's delay is never waited: any passes */
+    RuleAsked dry{1, true, 0};
+    EXPECT_EQ(decode(r_.figures({5, 1000, -5000000}), 1, {dry}),
+              ReplyStatus::Ok);
+    EXPECT_EQ(out_[0].delayMs, 0);
+}

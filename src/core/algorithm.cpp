@@ -621,6 +621,18 @@ uint64_t capacity(const Params& p) {
     return p.burst + 1;
 }
 
+int64_t maxDelayUs(const Params& p) {
+    if (!takesDelay(p.algorithm) || p.delay >= p.burst || p.dryRun) {
+        return 0;
+    }
+    constexpr uint64_t kMax = 1ULL << 53;
+    uint64_t c = capacity(p);
+    if (p.windowUs != 0 && c > (kMax - 1000) / p.windowUs) {
+        return static_cast<int64_t>(kMax);
+    }
+    return static_cast<int64_t>(c * p.windowUs + 1000);
+}
+
 bool exactArithmetic(const Params& p, uint64_t maxCost) {
     if (!valid(p)) {
         return false;

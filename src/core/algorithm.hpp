@@ -59,6 +59,13 @@ uint64_t defaultBurst(Algorithm a, uint64_t limit);
  * token_bucket, 1 + burst for leaky_bucket and gcra (saturating). */
 uint64_t capacity(const Params& p);
 
+/* The longest a rule's delay= makes a request wait, in us: its full
+ * bucket draining (capacity x W / N, with N at least 1 under a key
+ * value's override), plus a millisecond of rounding; 0 for a rule that
+ * never delays (nodelay, a dry run, the other algorithms). Saturates at
+ * 2^53. */
+int64_t maxDelayUs(const Params& p);
+
 /* The meters (token_bucket, leaky_bucket, gcra) count in units of
  * g / N microseconds, g = gcd(N, W), so that one request is exactly
  * W / g units; their arithmetic is exact while (capacity + cost) * W / g

@@ -81,6 +81,11 @@ ReplyStatus decodeFigures(const redisReply* part, size_t rules,
             !wholeAt(f, kFiguresPerRule * i + 2, &verdict)) {
             return ReplyStatus::Malformed;
         }
+        if (verdict < 0 && !asked[i].dryRun &&
+            -verdict > asked[i].maxDelayUs) {
+            /* a delay the rule never asks: held for years, or at all */
+            return ReplyStatus::Malformed;
+        }
         out[i] = {left, reset, verdict > 0 ? verdict : 0,
                   verdict < 0 && !asked[i].dryRun ? -verdict : 0};
         admitted = admitted && (verdict <= 0 || asked[i].dryRun);
