@@ -1,0 +1,105 @@
+#!/usr/bin/perl
+# Writes the seed corpus of the fuzz targets (tests/fuzz/corpus/TARGET/
+# seed-*): what the module meets when things go right, and the usual
+# ways they go wrong. Run again after changing a target's input layout;
+# inputs kept as regressions (crash-*, fail-*) are left alone.
+use strict;
+use warnings;
+use File::Basename qw(dirname);
+use File::Path qw(make_path);
+
+my $dir = dirname(__FILE__) . '/corpus';
+my %seeds;
+
+sub d { pack 'd<*', @_ }                 # the script's little-endian doubles
+sub bulk { '$' . length($_[0]) . "\r\n$_[0]\r\n" }
+
+# ---------------------------------------------------------------- reply
+# head: bit 7 raw string (bit 6: as an error), bits 0-1 calls - 1; then
+# per call a byte (bits 0-2: rules - 1) and per rule a byte (bits 0-3:
+# cost - 1, bit 4: dry run); then the reply.
+my $one = "\x00" . "\x00" . "\x00";         # 1 call, 1 rule, cost 1
+my $clock = 1_700_000_000_000_000;
+my %reply = (
+    'pass'          => $one . bulk(d($clock, 9, 60_000_000, 0)),
+    'reject'        => $one . bulk(d($clock, 0, 60_000_000, 1_500_000)),
+    'delay'         => $one . bulk(d($clock, 3, 1_000_000, -250_000)),
+    'raw-pass'      => "\x80\x00\x00" . d($clock, 9, 60_000_000, 0),
+    'raw-error'     => "\xc0\x00\x00" . 'NOSCRIPT No matching script',
+    'two-calls'     => "\x01\x01\x00\x10\x00\x03"
+                       . bulk(d($clock, 5, 1e6, 0, 0, 1e6, 2e6, 7, 1e6, 0)),
+    'trailer'       => $one . bulk(d($clock, 9, 60e6, 0) . d(0, 50)),
+    'trailer-bad'   => $one . bulk(d($clock, 9, 60e6, 0) . d(3, 50)),
+    'noscript'      => $one . "-NOSCRIPT No matching script. Please use EVAL.\r\n",
+    'error'         => $one . "-ERR Error running script\r\n",
+    'moved'         => $one . "-MOVED 3999 127.0.0.1:6381\r\n",
+    'nil'           => $one . "\$-1\r\n",
+    'integer'       => $one . ":42\r\n",
+    'status'        => $one . "+OK\r\n",
+    'array'         => $one . "*2\r\n:1\r\n" . bulk('abc'),
+    'short'         => $one . bulk(d($clock, 9)),
+    'nan'           => $one . bulk(d($clock, 9**9**9 / 9**9**9, 0, 0)),
+    'negative'      => $one . bulk(d($clock, -1, 60e6, 0)),
+    'fraction'      => $one . bulk(d($clock, 1.5, 60e6, 0)),
+    'huge'          => $one . bulk(d($clock, 2**60, 2**60, 2**60)),
+    'clock-zero'    => $one . bulk(d(0, 9, 60e6, 0)),
+    'pipelined'     => $one . bulk(d($clock, 9, 60e6, 0)) . "-ERR x\r\n",
+);
+$seeds{reply} = \%reply;
+
+# -------------------------------------------------------------- trailer
+# calls - 1, per call its rules - 1 (mod 64), then 16-byte records
+$seeds{trailer} = {
+    'one'        => "\x00\x03" . d(0, 50),
+    'two-calls'  => "\x01\x01\x01" . d(0, 10, 3, 1_000_000_000),
+    'unordered'  => "\x00\x07" . d(2, 5, 1, 6),
+    'limit-zero' => "\x00\x00" . d(0, 0),
+    'past'       => "\x00\x00" . d(1, 5),
+    'odd'        => "\x00\x00" . d(0, 5) . 'x',
+    'empty'      => "\x00\x00",
+};
+
+# -------------------------------------------------------------- cluster
+# prefix length, then a key value or an error's text
+$seeds{cluster} = {
+    'moved'      => "\x03MOVED 3999 127.0.0.1:6381",
+    'ask'        => "\x03ASK 12182 10.0.0.7:7002",
+    'ipv6'       => "\x03MOVED 1 ::1:7000",
+    'no-host'    => "\x03MOVED 5 :6379",
+    'bad-slot'   => "\x03MOVED 16384 127.0.0.1:6381",
+    'bad-port'   => "\x03ASK 1 h:65536",
+    'value'      => "\x03" . '192.168.0.1',
+    'braces'     => "\x03" . 'user{42}',
+    'tilde'      => "\x03~abc",
+    'empty'      => "\x03",
+    'long'       => "\x03" . ('k' x 100),
+};
+
+# ----------------------------------------------------------------- rate
+$seeds{rate} = { map { my $s = $_; (s/\W/_/gr => $s) } qw(
+    10r/s 100r/m 5r/h 1r/d 100r/15m 5r/10s 1000000000r/d 0r/s 1r/366d
+    1r/367d 1h30m 500ms 10 1y2M3w4d5h6m7s8ms 30m1h 10y 11y r/s 1r/
+) };
+
+# ------------------------------------------------------------ state_key
+# prefix length, rule id length, printable cap, then the value
+$seeds{state_key} = {
+    'ip'        => "\x03\x10\x40" . '203.0.113.9',
+    'empty'     => "\x03\x10\x40",
+    'tilde'     => "\x03\x10\x40~plain",
+    'braces'    => "\x03\x10\x40{a}",
+    'sixty-four'=> "\x03\x10\x40" . ('v' x 64),
+    'long'      => "\x03\x10\x08" . ('v' x 65),
+    'binary'    => "\x03\x10\x10" . join('', map { chr } 0 .. 40),
+    'quotes'    => "\x00\x00\x05" . 'a"b\\c',
+};
+
+for my $target (sort keys %seeds) {
+    make_path("$dir/$target");
+    for my $name (sort keys %{ $seeds{$target} }) {
+        open my $fh, '>:raw', "$dir/$target/seed-$name" or die $!;
+        print $fh $seeds{$target}{$name};
+        close $fh;
+    }
+    printf "%s: %d seeds\n", $target, scalar keys %{ $seeds{$target} };
+}
