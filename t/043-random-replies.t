@@ -60,20 +60,24 @@ sub figure {
          : pick(9**9**9 / 9**9**9, 9**9**9, -1, 0.5, 2**60, -2**53, 1e15);
 }
 
-# the script's reply for $n (request, rule) pairs, or close to it
+# the script's reply for these (request, rule) pairs, or close to it
 sub script_reply {
-    my ($n) = @_;
-    $n += pick(-1, 1) if rand() < 0.1;
+    my ($shapes) = @_;
+    my $n = @$shapes;
+    $n += pick(-1, 1) if rand() < 0.05;
     $n = 0 if $n < 0;
     my $clock = rand() < 0.95 ? int(Time::HiRes::time() * 1e6) : figure();
     my @f = ($clock);
-    for (1 .. $n) {
+    for my $p (0 .. $n - 1) {
+        # a delay for a rule that shapes (and now and then, one that
+        # does not: no reply of the script's)
+        my $delay = $shapes->[$p] || rand() < 0.02;
         my $verdict = rand() < 0.7 ? 0
-                    : rand() < 0.5 ? int(rand(2_000_000))      # a retry
-                    : -int(rand(200_000));                  # a delay
-        $verdict = figure() if rand() < 0.05;
-        push @f, (rand() < 0.95 ? int(rand(100)) : figure()),
-                 (rand() < 0.95 ? int(rand(60_000_000)) : figure()), $verdict;
+                    : rand() < 0.5 || !$delay ? int(rand(300_000)) # a retry
+                    : -int(rand(200_000));                   # a delay
+        $verdict = figure() if rand() < 0.01;
+        push @f, (rand() < 0.99 ? int(rand(100)) : figure()),
+                 (rand() < 0.99 ? int(rand(60_000_000)) : figure()), $verdict;
     }
     if (rand() < 0.15) {      # overrides' records: index, limit
         my $i = -1;
@@ -115,13 +119,16 @@ sub resp_value {
 
 # one reply to a script call of $n pairs: [bytes, how]
 sub random_reply {
-    my ($n) = @_;
+    my ($n) = @_;   # the pairs (pairs())
     my $r = rand();
-    return [script_reply($n), 'write'] if $r < 0.55;
-    return [resp_value(0), 'write'] if $r < 0.8;
-    return [script_reply($n), 'split'] if $r < 0.86;
-    return [bytes(1 + int(rand(30))), 'write'] if $r < 0.9;   # no RESP
-    return ['', 'close'] if $r < 0.95;
+    # (a connection lost, to bytes that are no RESP or closed, takes a
+    # while to come back: meanwhile the zone's requests get its policy
+    # without asking, so those are rare)
+    return [script_reply($n), 'write'] if $r < 0.7;
+    return [resp_value(0), 'write'] if $r < 0.9;
+    return [script_reply($n), 'split'] if $r < 0.96;
+    return [bytes(1 + int(rand(30))), 'write'] if $r < 0.97;  # no RESP
+    return ['', 'close'] if $r < 0.98;
     return ['', 'none'];
 }
 
@@ -200,7 +207,7 @@ my $fake = spawn(sub {
                                    . bulk('127.0.0.1') . ":$cluster_port\r\n"
                                  : cluster_slots();
                 } elsif ($cmd =~ /^EVAL/) {
-                    my $n = $words->[2] // 0;      # keys: one per pair
+                    my $n = pairs($words);
                     ($out, $how) = @{ $good ? [script_reply_good($n), 'write']
                                             : random_reply($n) };
                 }
@@ -224,11 +231,35 @@ my $fake = spawn(sub {
     }
 });
 
+# The (request, rule) pairs of a script call, each true when its rule
+# shapes (delay= below burst=): its head (src/core/script.hpp) holds, per
+# request, its rule count and time, then per rule its key's and spec's
+# indexes and its cost; a spec starts with limit, window, burst, delay.
+sub pairs {
+    my ($words) = @_;
+    my $nk = $words->[2] // 0;
+    my @d = unpack 'd<*', $words->[3 + $nk] // '';
+    my (@pairs, $i);
+    $i = 0;
+    while ($i + 1 < @d) {
+        my $n = $d[$i];
+        last if $n != int($n) || $n < 1 || $n > 64;
+        for my $k (0 .. $n - 1) {
+            my $spec = $d[$i + 2 + 3 * $k + 1] // 0;
+            my (undef, undef, $burst, $delay) =
+                unpack 'd<4', $words->[3 + $nk + $spec] // '';
+            push @pairs, defined $delay && $delay < $burst ? 1 : 0;
+        }
+        $i += 2 + 3 * $n;
+    }
+    return \@pairs;
+}
+
 # the script's reply, right: every pair admitted with 99 left
 sub script_reply_good {
-    my ($n) = @_;
+    my ($shapes) = @_;
     return bulk(pack 'd<*', int(Time::HiRes::time() * 1e6),
-                map { (99, 1_000_000, 0) } 1 .. $n);
+                map { (99, 1_000_000, 0) } @$shapes);
 }
 
 # ------------------------------------------------------------ nginx
@@ -280,7 +311,10 @@ my $bound = 3;
 my @paths = qw(/one /stack /delay /dry /cluster);
 my (%codes, @slow, @bad);
 for my $round (1 .. $rounds) {
-    my @req = map { pick(@paths) . '?k=' . pick(qw(a b c), 'k' . int(rand(50))) }
+    # a few keys shared (batches of one key), most new (the deny cache
+    # would answer a key a random reply rejected)
+    my @req = map { pick(@paths) . '?k='
+                    . (rand() < 0.3 ? pick(qw(a b c)) : 'k' . int(rand(1e6))) }
               1 .. 1 + int(rand(4));
     my @res = http_parallel($port, \@req, concurrency => scalar @req,
                             timeout => 20, full => 1);
