@@ -7,6 +7,7 @@
 
 #include "core/reply.hpp"
 #include "core/script.hpp"
+#include "redis_link.hpp"
 
 namespace rl {
 
@@ -244,7 +245,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
          * time is then the reply's clock less A */
         int64_t waited = nowUs - g->sent_us;
         g->age_us = waited > 0 ? waited : 0;
-        p = requestHead(p, g->nrules, -g->age_us);
+        p = requestHead(p, g->nrules, -g->age_us, g->lease_ask);
         for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
             p = ruleRecord(p, ruleKey_[i], ruleSpec_[i], g->costs[k]);
         }
@@ -255,6 +256,47 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
         p = bulk(p, specs_[s]->data, specs_[s]->len);
     }
     return static_cast<size_t>(p - buf_);
+}
+
+Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
+                 int64_t thenUs, const uint64_t *costs) {
+    /* hiredis copies the arguments: they live on the stack */
+    constexpr size_t kMaxArgs = 5 + 2 * kMaxRulesPerCall;
+    const char *argv[kMaxArgs];
+    size_t argvlen[kMaxArgs];
+    u_char count[NGX_INT64_LEN];
+    u_char head[requestBytes(kMaxRulesPerCall)];
+    ngx_uint_t n = g->nrules;
+    if (n > kMaxRulesPerCall) {
+        return nullptr;
+    }
+    ngx_uint_t argc = 5 + 2 * n;
+    if (eval) {
+        argv[0] = "EVAL";
+        argvlen[0] = 4;
+        argv[1] = rl_script_text(&argvlen[1]);
+    } else {
+        argv[0] = "EVALSHA";
+        argvlen[0] = 7;
+        argv[1] = rl_script_sha();
+        argvlen[1] = RL_SHA_LEN;
+    }
+    argv[2] = reinterpret_cast<char *>(count);
+    argvlen[2] = static_cast<size_t>(decimal(count, n) - count);
+    /* keys and specs in rule order, each rule its own record */
+    u_char *p = requestHead(head, n, thenUs);
+    for (ngx_uint_t k = 0; k < n; k++) {
+        argv[3 + k] = reinterpret_cast<char *>(g->keys[k].data);
+        argvlen[3 + k] = g->keys[k].len;
+        argv[4 + n + k] = reinterpret_cast<char *>(g->specs[k]->data);
+        argvlen[4 + n + k] = g->specs[k]->len;
+        p = ruleRecord(p, k + 1, k + 1, costs[k]);
+    }
+    argv[3 + n] = reinterpret_cast<char *>(head);
+    argvlen[3 + n] = static_cast<size_t>(p - head);
+    argv[argc - 1] = "refund";
+    argvlen[argc - 1] = 6;
+    return link->refund(g, static_cast<int>(argc), argv, argvlen, asking);
 }
 
 const redisReply *replyPart(const redisReply *reply, size_t *at,

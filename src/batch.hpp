@@ -95,6 +95,14 @@ private:
     uint16_t slots_[kSlots];
 };
 
+/* A refund: give back costs[k] in each rule k of the group, counted at
+ * thenUs (src/core/script.hpp: EVALSHA sha n keys head specs refund;
+ * EVAL with the script's text when `eval`, Redis having lost it), on
+ * its own (after ASKING when `asking`). The group hears of it through
+ * ngx_http_rl_refund_done(). NULL when it could not be sent. */
+Call *sendRefund(Link *link, ngx_http_rl_group_t *group, bool asking,
+                 bool eval, int64_t thenUs, const uint64_t *costs);
+
 /* The part of a batch's reply for a call of `rules` rules starting at
  * byte *at (advanced past it; the first part starts at kClockBytes): a
  * view in *slice, or `reply` itself when it is no string (an error,

@@ -54,6 +54,8 @@ static char *ngx_http_rl_zone_failure(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value, ngx_str_t *arg, void *field);
 static char *ngx_http_rl_zone_size(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_lease(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
 static char *ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
 static char *ngx_http_rl_zone_cluster(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
@@ -108,6 +110,9 @@ static ngx_http_rl_zone_param_t  ngx_http_rl_zone_params[] = {
     { ngx_string("size="), ngx_http_rl_zone_size,
       offsetof(ngx_http_rl_zone_t, size) },
 
+    { ngx_string("lease="), ngx_http_rl_zone_lease,
+      offsetof(ngx_http_rl_zone_t, lease) },
+
     { ngx_null_string, NULL, 0 }
 };
 
@@ -159,6 +164,14 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     if (z->addr.len == 0) {
+        if (z->lease) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"lease\" needs \"redis\" or \"cluster\": "
+                               "a zone without them decides in this "
+                               "instance already");
+            return NGX_CONF_ERROR;
+        }
+
         if (z->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"failure=local\" needs \"redis\": "
@@ -194,6 +207,17 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     if (z->prefix.data == NULL) {
         ngx_str_set(&z->prefix, "rl:");
     }
+
+    /* a lease is the zone's across reloads while it names the same keys
+     * on the same server */
+    ngx_crc32_init(z->lease_crc);
+    ngx_crc32_update(&z->lease_crc, z->name.data, z->name.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) "", 1);
+    ngx_crc32_update(&z->lease_crc, z->prefix.data, z->prefix.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) "", 1);
+    ngx_crc32_update(&z->lease_crc, z->addr.data, z->addr.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) &z->db, sizeof(z->db));
+    ngx_crc32_final(z->lease_crc);
 
     if (z->nseeds == 0) {
         return NGX_CONF_OK;
@@ -384,6 +408,29 @@ ngx_http_rl_zone_size(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     }
 
     *(size_t *) field = (size_t) n;
+    return NGX_CONF_OK;
+}
+
+
+/* lease=TIME: from 1ms to 10s (SPEC section 6) */
+
+#define NGX_HTTP_RL_MAX_LEASE  10000
+
+static char *
+ngx_http_rl_zone_lease(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    ngx_int_t  n;
+
+    n = ngx_parse_time(arg, 0);
+
+    if (n == NGX_ERROR || n == 0 || n > NGX_HTTP_RL_MAX_LEASE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid lease \"%V\": from 1ms to 10s", arg);
+        return NGX_CONF_ERROR;
+    }
+
+    *(ngx_msec_t *) field = (ngx_msec_t) n;
     return NGX_CONF_OK;
 }
 

@@ -474,12 +474,12 @@ void Link::refunded(Call *call, const redisReply *reply) {
          * target is the group's to ask) */
         if (group != nullptr) {
             group->call = nullptr;
-            int retry = NGX_HTTP_RL_RETRY_NONE;
+            int retry;
             if (to.ask) {
                 group->ask = reinterpret_cast<ngx_http_rl_link_t *>(
                     cluster_->asked(to, this));
                 retry = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
-                                              : NGX_HTTP_RL_RETRY_NONE;
+                                              : NGX_HTTP_RL_REFUND_FAILED;
             } else {
                 cluster_->moved(to, this);
                 retry = NGX_HTTP_RL_RETRY_MOVED;
@@ -488,9 +488,8 @@ void Link::refunded(Call *call, const redisReply *reply) {
         }
         return;
     }
-    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR && !noScript &&
-        !replyErrors_)
-    {
+    bool failed = reply == nullptr || reply->type == REDIS_REPLY_ERROR;
+    if (failed && reply != nullptr && !noScript && !replyErrors_) {
         replyErrors_ = true;
         ngx_log_error(NGX_LOG_ERR, log_, 0,
                       "%V: redis %V replied to a refund: %s",
@@ -499,6 +498,7 @@ void Link::refunded(Call *call, const redisReply *reply) {
     if (group != nullptr) {
         group->call = nullptr;
         ngx_http_rl_refund_done(group, noScript ? NGX_HTTP_RL_RETRY_EVAL
+                                       : failed ? NGX_HTTP_RL_REFUND_FAILED
                                                 : NGX_HTTP_RL_RETRY_NONE);
     }
 }
@@ -561,12 +561,12 @@ void Link::sendBatch(Call *first, bool asking) {
 
 /* Hands a call its reply (NULL: none) and frees it. */
 void Link::answer(Call *call, const redisReply *reply, int64_t clockUs,
-                  const int64_t *limits) {
+                  const int64_t *limits, int64_t grant) {
     ngx_http_rl_group_t *group = call->group;
     release(call);
     if (group != nullptr) {
         group->call = nullptr;
-        ngx_http_rl_group_done(group, reply, clockUs, limits);
+        ngx_http_rl_group_done(group, reply, clockUs, limits, grant);
     }
 }
 
@@ -659,7 +659,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
 
     size_t at = kClockBytes;
     redisReply slice;
-    /* the overrides' records (lua/rl.lua), rarely any */
+    /* the overrides' and the leases' records (lua/rl.lua), rarely any */
     const char *trailer = nullptr;
     size_t trailerLen = 0, record = 0, rule = 0;
     int64_t limits[kMaxRulesPerCall];
@@ -681,12 +681,13 @@ void Link::replied(Batch *batch, redisReply *reply) {
             evalNext_ = true;
             enqueue(c);
         } else {
+            int64_t grant = 0;
             bool any = trailer != nullptr && c->rules <= kMaxRulesPerCall &&
-                       trailerLimits(trailer, trailerLen, &record, rule,
-                                     c->rules, limits);
+                       trailerFor(trailer, trailerLen, &record, rule,
+                                  c->rules, limits, &grant);
             rule += c->rules;
             answer(c, replyPart(reply, &at, c->rules, &slice), clock,
-                   any ? limits : nullptr);
+                   any ? limits : nullptr, grant);
         }
         c = next;
     }
@@ -715,7 +716,7 @@ bool Link::redirected(Batch *batch, const redisReply *reply) {
         if (group != nullptr) {
             group->call = nullptr;
             if (!cluster_->redirect(group, to, this)) {
-                ngx_http_rl_group_done(group, nullptr, -1, nullptr);
+                ngx_http_rl_group_done(group, nullptr, -1, nullptr, 0);
             }
         }
         c = next;
@@ -966,6 +967,22 @@ void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
         rmcf->stores[i] = nullptr;
     }
     rmcf->stores = nullptr;
+}
+
+void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) noexcept {
+    if (rmcf->stores == nullptr) {
+        return;
+    }
+    for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
+        Store *store = reinterpret_cast<Store *>(rmcf->stores[i]);
+        bool seen = store == nullptr;
+        for (ngx_uint_t j = 0; j < i && !seen; j++) {
+            seen = rmcf->stores[j] == rmcf->stores[i];  /* shared */
+        }
+        if (!seen) {
+            store->writeNow();
+        }
+    }
 }
 
 ngx_http_rl_link_t *ngx_http_rl_store_route(ngx_http_rl_store_t *store,

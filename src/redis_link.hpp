@@ -35,6 +35,9 @@ public:
     /* the link of the server that serves the slot, NULL if none is
      * known (a single server serves every slot) */
     virtual Link *route(ngx_uint_t slot) = 0;
+    /* writes what its connections have queued, now (worker exit: no
+     * turn of the event loop is left to do it) */
+    virtual void writeNow() = 0;
 };
 
 class Link : public Store {
@@ -48,6 +51,11 @@ public:
     ~Link() override;
 
     Link *route(ngx_uint_t) override { return this; }
+    void writeNow() override {
+        if (ac_ != nullptr) {
+            redisAsyncHandleWrite(ac_);
+        }
+    }
 
     /* Requests may queue behind a first handshake (hiredis buffers
      * them, SCRIPT LOAD goes first), not behind one made while an
@@ -121,7 +129,7 @@ private:
     bool command(redisCallbackFn *fn, int argc, const char **argv,
                  const size_t *len);
     void answer(Call *call, const redisReply *reply, int64_t clockUs = -1,
-                const int64_t *limits = nullptr);
+                const int64_t *limits = nullptr, int64_t grant = 0);
     void enqueue(Call *call);
     Call *take(ngx_http_rl_group_t *group);
     void sendBatch(Call *first, bool asking);
