@@ -27,7 +27,7 @@ SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 
-.PHONY: all deps module unit unit-build integration test run stop clean
+.PHONY: all deps module unit unit-build integration test run stop clean deb
 
 all: module unit-build
 
@@ -71,6 +71,12 @@ run: module
 
 stop:
 	@RUN_DIR=$(RUN_DIR) docker/run-local stop
+
+# The Debian package libnginx-mod-http-rl, built as Debian builds its
+# nginx modules (debian/: dh_nginx), out of tree in build/deb:
+# build/libnginx-mod-http-rl_VERSION_ARCH.deb (.ci/deb-check installs it).
+deb: deps
+	@.ci/build-deb $(BUILD)
 
 clean: stop
 	rm -rf $(BUILD)
