@@ -5,8 +5,8 @@
 # valid PromQL; the rl_metrics page of a running nginx, after passed,
 # rejected, deny-cache, dry-run, error and local decisions, passes
 # `promtool check metrics`; and every rl_* series the rules and the
-# dashboard use is one the page shows (or one SPEC lists for a feature the
-# page shows only when configured: lease units). Skipped without promtool.
+# dashboard use is one the page shows (lease units with a lease= zone).
+# Skipped without promtool.
 
 use lib 't/lib';
 use RlTest;
@@ -114,6 +114,7 @@ my $ng = start_nginx(redis => $r, config => <<'CONF');
     rl_zone down redis=127.0.0.1:1 connect_timeout=200ms timeout=200ms;
     rl_zone fallback redis=127.0.0.1:1 connect_timeout=200ms timeout=200ms
             failure=local;
+    rl_zone leased redis=127.0.0.1:$RedisPort timeout=5s lease=1s;
 
     server {
         listen 127.0.0.1:$ServerPort;
@@ -134,6 +135,10 @@ my $ng = start_nginx(redis => $r, config => <<'CONF');
             rl_rule zone=fallback key=k rate=1r/h name=fallback;
             empty_gif;
         }
+        location /leased {
+            rl_rule zone=leased key=k rate=1000r/h name=hot;
+            empty_gif;
+        }
         location = /metrics {
             rl_metrics;
         }
@@ -145,9 +150,12 @@ $codes{main} = join ' ', map { http_get($port, '/main')->{code} } 1 .. 4;
 $codes{local} = join ' ', map { http_get($port, '/local')->{code} } 1 .. 2;
 $codes{down} = http_get($port, '/down')->{code};
 $codes{fallback} = join ' ', map { http_get($port, '/fallback')->{code} } 1 .. 2;
+$codes{leased} = join ' ', map { http_get($port, '/leased')->{code} } 1 .. 8;
 is_deeply(\%codes, { main => '200 200 429 429', local => '200 429',
-                     down => 200, fallback => '200 429' },
-          'passed, rejected, deny cache, dry run, error and local decisions');
+                     down => 200, fallback => '200 429',
+                     leased => join(' ', (200) x 8) },
+          'passed, rejected, deny cache, dry run, error, local and leased '
+          . 'decisions');
 
 my $res = http_get($port, '/metrics');
 is($res->{code}, 200, 'the metrics page answers');
@@ -163,13 +171,14 @@ for my $s ('rl_requests_total{zone="main",rule="per_key",outcome="rejected"}',
            'rl_requests_total{zone="main",rule="dry",outcome="rejected_dry_run"}',
            'rl_requests_total{zone="down",rule="broken",outcome="error"}',
            'rl_local_decisions_total{zone="fallback"}',
-           'rl_deny_cache_hits_total{zone="main"}') {
+           'rl_deny_cache_hits_total{zone="main"}',
+           'rl_lease_units_total{zone="leased",use="granted"}',
+           'rl_lease_units_total{zone="leased",use="spent"}') {
     like($page, qr/^\Q$s\E [1-9]/m, "the page counts $s") or diag($page);
 }
 
 # every rl_* name used is on the page (histograms by their family)
 my %families = map { $_ => 1 } $page =~ /^# TYPE (\S+) /mg;
-my %pending = (rl_lease_units_total => 'lease= zones only (SPEC 6)');
 my %used;
 for my $text (@rule_exprs, @exprs) {
     while ($text =~ /(?<![\w:"])([a-zA-Z_:][a-zA-Z0-9_:]*)/g) {
@@ -180,10 +189,6 @@ for my $text (@rule_exprs, @exprs) {
 for my $name (sort keys %used) {
     my $family = $name;
     $family =~ s/_(?:bucket|sum|count)$// unless $families{$name};
-    if ($pending{$name} && !$families{$name}) {
-        pass("$name: $pending{$name}");
-        next;
-    }
     ok($families{$family}, "$name, used by the rules or the dashboard, "
                            . 'is on the page');
 }
