@@ -195,6 +195,14 @@ Stripe &stripeOf(Shared *sh, uint32_t hash) {
     return sh->stripes[hash % kStripes];
 }
 
+void lock(Worker *w, Stripe &st) {
+    w->locks++;
+    if (!ngx_shmtx_trylock(&st.mutex)) {
+        w->waits++;     /* another worker holds it: bench/lease-locks */
+        ngx_shmtx_lock(&st.mutex);
+    }
+}
+
 void end(Worker *w, Lease *l, Outbox *out) {
     if (l->expiresAt == 0) {
         return;
@@ -226,7 +234,7 @@ bool install(Worker *w, Call *c, const rl_outcome_t *out, int64_t g,
     Outbox box;
     Stripe &st = stripeOf(w->sh, c->hash);
 
-    ngx_shmtx_lock(&st.mutex);
+    lock(w, st);
     auto *e = reinterpret_cast<Entry *>(st.index.find(c->id, c->hash, false));
     if (e != nullptr) {
         e->askUntil = 0;
@@ -286,7 +294,7 @@ int64_t sweep(Worker *w, int64_t now) {
         Outbox box;
         int64_t soonest = 0;
         do {
-            ngx_shmtx_lock(&st.mutex);
+            lock(w, st);
             while (!ngx_queue_empty(&st.live) && !box.full()) {
                 Lease *l = leaseOf(ngx_queue_last(&st.live));
                 if (l->expiresAt > now) {
@@ -318,7 +326,7 @@ void returnGeneration(Worker *w) {
         bool more;
         do {
             more = false;
-            ngx_shmtx_lock(&st.mutex);
+            lock(w, st);
             ngx_queue_t *q = ngx_queue_head(&st.live);
             while (q != ngx_queue_sentinel(&st.live)) {
                 ngx_queue_t *next = ngx_queue_next(q);
@@ -376,7 +384,7 @@ bool leaseSpend(ngx_http_rl_group_t *g) {
     Outbox box;
     Stripe &st = lease::stripeOf(w->sh, hash);
 
-    ngx_shmtx_lock(&st.mutex);
+    lock(w, st);
     Entry *e = lease::entryFor(w, st, id, hash, now, &box);
     if (e != nullptr) {
         lease::arrive(e, static_cast<int64_t>(ctx->costs[g->rules[0]]),
@@ -439,7 +447,7 @@ void leaseAsk(ngx_http_rl_group_t *g, ngx_http_rl_link_t *) {
     Outbox box;
     Stripe &st = lease::stripeOf(w->sh, hash);
 
-    ngx_shmtx_lock(&st.mutex);
+    lock(w, st);
     auto *e = reinterpret_cast<Entry *>(st.index.find(id, hash, false));
     if (e != nullptr) {
         if (e->lease == nullptr) {
@@ -477,7 +485,7 @@ void leaseUnspend(ngx_http_rl_group_t *g) {
     Outbox box;
     Stripe &st = lease::stripeOf(w->sh, hash);
 
-    ngx_shmtx_lock(&st.mutex);
+    lock(w, st);
     auto *e = reinterpret_cast<Entry *>(st.index.find(id, hash, false));
     Lease *l = e != nullptr ? e->lease : nullptr;
     if (l != nullptr && l->nrules == g->nrules) {

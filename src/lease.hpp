@@ -129,6 +129,8 @@ struct Worker {
     ngx_event_t              hold;
     ngx_msec_t               holdMs;
     bool                     exiting;   /* exit_process: no turn is left */
+    uint64_t                 locks;     /* stripe locks taken */
+    uint64_t                 waits;     /* of them, held by another */
     ngx_log_t               *log;
 };
 
@@ -152,6 +154,8 @@ void freeCall(Worker *w, Call *c);
 
 /* lease.cpp */
 Stripe &stripeOf(Shared *sh, uint32_t hash);
+/* Takes the stripe's lock, counting the times another worker had it. */
+void lock(Worker *w, Stripe &st);
 /* Takes what a lease holds (its return into out) and ends it. */
 void end(Worker *w, Lease *l, Outbox *out);
 /* A grant's reply: g units at grantedAt (Redis us), the grant record's

@@ -329,6 +329,10 @@ void ngx_http_rl_leases_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
     rl::stopTimer(&w->sweep);
     rl::stopTimer(&w->hold);
     w->exiting = true;
+    ngx_log_error(NGX_LOG_INFO, w->log, 0,
+                  "rl: lease table: this worker took a stripe's lock %uL "
+                  "times, %uL of them after another worker let go",
+                  w->locks, w->waits);
     rl::lease::returnGeneration(w);
     /* no turn of the event loop is left: what the returns wrote goes
      * now (Redis runs what it read before the connection closed) */
