@@ -389,7 +389,6 @@ bool leaseSpend(ngx_http_rl_group_t *g) {
     if (e != nullptr) {
         lease::arrive(e, static_cast<int64_t>(ctx->costs[g->rules[0]]),
                       period, now);
-        int64_t want = lease::demand(e, period, now);
         bool ask = lease::hot(e) && e->askUntil <= now &&
                    !ngx_exiting && !ngx_quit && !ngx_terminate;
         Lease *l = e->lease;
@@ -412,7 +411,9 @@ bool leaseSpend(ngx_http_rl_group_t *g) {
             if (ask && lease::renewDue(l, now)) {
                 e->askUntil = now + static_cast<int64_t>(g->zone->timeout) *
                                         1000;
-                box.add(lease::grantOf(w, l, id, hash, lease::askFor(want)));
+                box.add(lease::grantOf(w, l, id, hash,
+                                       lease::askFor(lease::demand(e, period,
+                                                                   now))));
             }
         } else {
             if (l != nullptr && l->expiresAt != 0 && l->expiresAt <= now) {
@@ -421,7 +422,7 @@ bool leaseSpend(ngx_http_rl_group_t *g) {
             if (ask) {
                 e->askUntil = now + static_cast<int64_t>(g->zone->timeout) *
                                         1000;
-                g->lease_want = lease::askFor(want);
+                g->lease_want = lease::askFor(lease::demand(e, period, now));
             }
         }
     }
