@@ -107,8 +107,10 @@ struct Outbox {
     ngx_uint_t  n = 0;
 
     bool full() const { return n == kSize; }
+    /* (its users leave room: at most kEvictPerRequest returns, an end
+     * and a grant from a request; the sweeps send when it is full) */
     void add(Call *c) {
-        if (c != nullptr) {
+        if (c != nullptr && n < kSize) {
             calls[n++] = c;
         }
     }
