@@ -185,7 +185,7 @@ bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
  * head (each request's rule count and age, each rule's key, spec and
  * cost), the specs */
 size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
-                           ngx_log_t *log) {
+                           ngx_log_t *log, bool refund) {
     size_t requests = 0;
     size_t rules = 0;
     for (Call *c = first; c != nullptr; c = c->next) {
@@ -204,8 +204,9 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
     size_t headLen = requestBytes(0) * requests +
                      (requestBytes(1) - requestBytes(0)) * rules;
+    size_t argc = 4 + nkeys_ + nspecs_ + (refund ? 1 : 0);
     size_t size = 1 + NGX_INT64_LEN + 2 + 7 + scriptLen + NGX_INT64_LEN +
-                  headLen + (4 + nkeys_ + nspecs_) * kBulkOverhead;
+                  headLen + argc * kBulkOverhead + 6;
     for (size_t k = 0; k < nkeys_; k++) {
         size += keys_[k]->len;
     }
@@ -223,7 +224,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
 
     u_char *p = buf_;
     *p++ = '*';
-    p = decimal(p, 4 + nkeys_ + nspecs_);
+    p = decimal(p, argc);
     *p++ = '\r';
     *p++ = '\n';
     p = eval ? bulk(p, "EVAL", 4) : bulk(p, "EVALSHA", 7);
@@ -242,10 +243,11 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
             continue;
         }
         /* t = -A: the request waited A us (0: Redis' TIME itself); its
-         * time is then the reply's clock less A */
+         * time is then the reply's clock less A; a refund's, its own */
         int64_t waited = nowUs - g->sent_us;
         g->age_us = waited > 0 ? waited : 0;
-        p = requestHead(p, g->nrules, -g->age_us, g->lease_ask);
+        p = requestHead(p, g->nrules, refund ? g->now_us : -g->age_us,
+                        refund ? 0 : g->lease_ask);
         for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
             p = ruleRecord(p, ruleKey_[i], ruleSpec_[i], g->costs[k]);
         }
@@ -254,6 +256,9 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
 
     for (size_t s = 0; s < nspecs_; s++) {
         p = bulk(p, specs_[s]->data, specs_[s]->len);
+    }
+    if (refund) {
+        p = bulk(p, "refund", 6);
     }
     return static_cast<size_t>(p - buf_);
 }

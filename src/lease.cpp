@@ -25,6 +25,7 @@ namespace lease {
 namespace {
 
 constexpr int64_t kHot = 4;
+constexpr int64_t kSweepEarly = 10000;     /* us */
 constexpr ngx_uint_t kEvictPerRequest = 8;
 /* a group's key: the zone, then per rule its id, configuration and key
  * value (a digest when long, as the state key has it) */
@@ -268,6 +269,7 @@ bool install(Worker *w, Call *c, const rl_outcome_t *out, int64_t g,
             /* nobody holds it: it goes back as it came */
             c->kind = Kind::Return;
             c->thenUs = grantedAt;
+            c->group.now_us = grantedAt;
             for (ngx_uint_t k = 0; k < n; k++) {
                 c->group.costs[k] = static_cast<uint64_t>(g);
             }
@@ -297,7 +299,11 @@ int64_t sweep(Worker *w, int64_t now) {
             lock(w, st);
             while (!ngx_queue_empty(&st.live) && !box.full()) {
                 Lease *l = leaseOf(ngx_queue_last(&st.live));
-                if (l->expiresAt > now) {
+                /* those about to end go too, a little early: the
+                 * returns of leases granted together leave together */
+                int64_t early = l->validUs / 8 < kSweepEarly
+                                    ? l->validUs / 8 : kSweepEarly;
+                if (l->expiresAt - early > now) {
                     break;
                 }
                 end(w, l, &box);

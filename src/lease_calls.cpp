@@ -98,8 +98,16 @@ ngx_http_rl_link_t *linkOf(Worker *w, const Call *c) {
                             : nullptr;
 }
 
-/* A return: again (its retry), or for the first time. */
+/* A return: for the first time, with the other returns of this turn to
+ * its link; or again (its retry), on its own. */
 bool sendReturn(Worker *w, Call *c, int retry) {
+    if (retry == NGX_HTTP_RL_RETRY_NONE) {
+        auto *link = reinterpret_cast<Link *>(linkOf(w, c));
+        rl::Call *queued = link != nullptr ? link->queueRefund(&c->group)
+                                           : nullptr;
+        c->group.call = reinterpret_cast<ngx_http_rl_call_t *>(queued);
+        return queued != nullptr;
+    }
     bool asking = retry == NGX_HTTP_RL_RETRY_ASK;
     auto *link = reinterpret_cast<Link *>(asking ? c->group.ask
                                                  : linkOf(w, c));
@@ -167,6 +175,7 @@ Call *returnOf(Worker *w, const Lease *l, const int64_t *costs,
         c->group.costs[k] = units > 0 ? static_cast<uint64_t>(units) : 0;
     }
     c->group.slot = l->slot;
+    c->group.now_us = thenUs;   /* what a queued refund's record says */
     c->thenUs = thenUs;
     return c;
 }
