@@ -11,7 +11,7 @@
 #   make test SANITIZE=1  the unit and integration tests against the core
 #                and the module built with ASan and UBSan (build/sanitize)
 #   make fuzz    each libFuzzer target FUZZ_SECONDS (60) seconds, then a
-#                fake Redis answering random RESP through nginx (t/043)
+#                fake Redis answering random RESP through nginx (t/044)
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
@@ -63,7 +63,7 @@ SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 
 .PHONY: all deps module unit unit-build integration test test-nginx \
-        fuzz run stop clean
+        fuzz run stop clean deb
 
 all: module unit-build
 
@@ -120,7 +120,7 @@ FUZZ_ROUNDS  ?= 1000
 fuzz: module
 	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
 	RL_MODULE=$(MODULE) RL_FUZZ_ROUNDS=$(FUZZ_ROUNDS) \
-	    prove t/043-random-replies.t
+	    prove t/044-random-replies.t
 
 run: module
 	@RL_MODULE=$(MODULE) RUN_DIR=$(RUN_DIR) RUN_PORT=$(RUN_PORT) \
@@ -128,6 +128,12 @@ run: module
 
 stop:
 	@RUN_DIR=$(RUN_DIR) docker/run-local stop
+
+# The Debian package libnginx-mod-http-rl, built as Debian builds its
+# nginx modules (debian/: dh_nginx), out of tree in build/deb:
+# build/libnginx-mod-http-rl_VERSION_ARCH.deb (.ci/deb-check installs it).
+deb: deps
+	@.ci/build-deb $(BUILD)
 
 clean: stop
 	rm -rf $(BUILD)

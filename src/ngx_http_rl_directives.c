@@ -28,8 +28,34 @@ typedef struct {
 } ngx_http_rl_rule_args_t;
 
 
+
+/* A row of rl_zone's parameter table (see ngx_http_rl_zone_params). */
+typedef struct {
+    ngx_str_t                   name;
+    char                     *(*set)(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+                                     ngx_str_t *value, ngx_str_t *arg,
+                                     void *field);
+    ngx_uint_t                  offset;
+} ngx_http_rl_zone_param_t;
+
 static char *ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
+static char *ngx_http_rl_zone_store(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_str(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_prefix(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_db(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_msec(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_failure(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_size(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_lease(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
 static char *ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
 static char *ngx_http_rl_zone_cluster(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
@@ -51,6 +77,44 @@ static ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf,
 static ngx_int_t ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value,
     ngx_uint_t first, ngx_uint_t i);
 
+
+
+/* rl_zone's parameters: a row and a setter each, as nginx's commands */
+static ngx_http_rl_zone_param_t  ngx_http_rl_zone_params[] = {
+
+    { ngx_string("redis="), ngx_http_rl_zone_store, 0 },
+
+    { ngx_string("cluster="), ngx_http_rl_zone_store, 0 },
+
+    { ngx_string("username="), ngx_http_rl_zone_str,
+      offsetof(ngx_http_rl_zone_t, username) },
+
+    { ngx_string("password="), ngx_http_rl_zone_str,
+      offsetof(ngx_http_rl_zone_t, password) },
+
+    { ngx_string("prefix="), ngx_http_rl_zone_prefix,
+      offsetof(ngx_http_rl_zone_t, prefix) },
+
+    { ngx_string("db="), ngx_http_rl_zone_db,
+      offsetof(ngx_http_rl_zone_t, db) },
+
+    { ngx_string("timeout="), ngx_http_rl_zone_msec,
+      offsetof(ngx_http_rl_zone_t, timeout) },
+
+    { ngx_string("connect_timeout="), ngx_http_rl_zone_msec,
+      offsetof(ngx_http_rl_zone_t, connect_timeout) },
+
+    { ngx_string("failure="), ngx_http_rl_zone_failure,
+      offsetof(ngx_http_rl_zone_t, failure) },
+
+    { ngx_string("size="), ngx_http_rl_zone_size,
+      offsetof(ngx_http_rl_zone_t, size) },
+
+    { ngx_string("lease="), ngx_http_rl_zone_lease,
+      offsetof(ngx_http_rl_zone_t, lease) },
+
+    { ngx_null_string, NULL, 0 }
+};
 
 char *
 ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -100,6 +164,14 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     if (z->addr.len == 0) {
+        if (z->lease) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"lease\" needs \"redis\" or \"cluster\": "
+                               "a zone without them decides in this "
+                               "instance already");
+            return NGX_CONF_ERROR;
+        }
+
         if (z->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"failure=local\" needs \"redis\": "
@@ -136,6 +208,17 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         ngx_str_set(&z->prefix, "rl:");
     }
 
+    /* a lease is the zone's across reloads while it names the same keys
+     * on the same server */
+    ngx_crc32_init(z->lease_crc);
+    ngx_crc32_update(&z->lease_crc, z->name.data, z->name.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) "", 1);
+    ngx_crc32_update(&z->lease_crc, z->prefix.data, z->prefix.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) "", 1);
+    ngx_crc32_update(&z->lease_crc, z->addr.data, z->addr.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) &z->db, sizeof(z->db));
+    ngx_crc32_final(z->lease_crc);
+
     if (z->nseeds == 0) {
         return NGX_CONF_OK;
     }
@@ -162,133 +245,193 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* A zone parameter: the row of ngx_http_rl_zone_params that names it
+ * ("word=" takes a value, a bare word is a flag), its setter called with
+ * the value after "=" and the field at the row's offset. */
+
 static char *
 ngx_http_rl_zone_param(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value)
 {
-    ngx_str_t   s;
-    ngx_int_t   n;
+    ngx_str_t                  arg;
+    ngx_http_rl_zone_param_t  *p;
 
-    if (ngx_strncmp(value->data, "redis=", 6) == 0
-        || ngx_strncmp(value->data, "cluster=", 8) == 0)
-    {
-        if (z->addr.data != NULL) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"%V\": \"redis\" and \"cluster\" "
-                               "exclude each other", value);
-            return NGX_CONF_ERROR;
+    for (p = ngx_http_rl_zone_params; p->name.len; p++) {
+        if (p->name.data[p->name.len - 1] == '=') {
+            if (value->len < p->name.len
+                || ngx_strncmp(value->data, p->name.data, p->name.len) != 0)
+            {
+                continue;
+            }
+
+        } else if (value->len != p->name.len
+                   || ngx_strncmp(value->data, p->name.data, p->name.len)
+                      != 0)
+        {
+            continue;
         }
 
-        if (value->data[0] == 'c') {
-            return ngx_http_rl_zone_cluster(cf, z, value);
-        }
+        arg.data = value->data + p->name.len;
+        arg.len = value->len - p->name.len;
 
-        return ngx_http_rl_zone_redis(cf, z, value);
-    }
-
-    if (ngx_strncmp(value->data, "username=", 9) == 0) {
-        z->username.data = value->data + 9;
-        z->username.len = value->len - 9;
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "password=", 9) == 0) {
-        z->password.data = value->data + 9;
-        z->password.len = value->len - 9;
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "prefix=", 7) == 0) {
-        z->prefix.data = value->data + 7;
-        z->prefix.len = value->len - 7;
-
-        if (z->prefix.len > 64) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "prefix \"%V\" is longer than 64 bytes",
-                               &z->prefix);
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "db=", 3) == 0) {
-        z->db = ngx_atoi(value->data + 3, value->len - 3);
-
-        if (z->db == NGX_ERROR) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid db \"%V\"", value);
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "timeout=", 8) == 0
-        || ngx_strncmp(value->data, "connect_timeout=", 16) == 0)
-    {
-        s.data = (u_char *) ngx_strchr(value->data, '=') + 1;
-        s.len = value->data + value->len - s.data;
-
-        n = ngx_parse_time(&s, 0);
-
-        if (n == NGX_ERROR || n == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid %*s \"%V\"",
-                               s.data - 1 - value->data, value->data, &s);
-            return NGX_CONF_ERROR;
-        }
-
-        if (value->data[0] == 't') {
-            z->timeout = (ngx_msec_t) n;
-
-        } else {
-            z->connect_timeout = (ngx_msec_t) n;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "failure=", 8) == 0) {
-        s.data = value->data + 8;
-        s.len = value->len - 8;
-
-        if (s.len == 4 && ngx_strncmp(s.data, "open", 4) == 0) {
-            z->failure = NGX_HTTP_RL_FAILURE_OPEN;
-
-        } else if (s.len == 6 && ngx_strncmp(s.data, "closed", 6) == 0) {
-            z->failure = NGX_HTTP_RL_FAILURE_CLOSED;
-
-        } else if (s.len == 5 && ngx_strncmp(s.data, "local", 5) == 0) {
-            z->failure = NGX_HTTP_RL_FAILURE_LOCAL;
-
-        } else {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid failure \"%V\"", &s);
-            return NGX_CONF_ERROR;
-        }
-
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strncmp(value->data, "size=", 5) == 0) {
-        s.data = value->data + 5;
-        s.len = value->len - 5;
-
-        n = ngx_parse_size(&s);
-
-        if (n == NGX_ERROR || n < (ngx_int_t) (8 * ngx_pagesize)) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid size \"%V\"", &s);
-            return NGX_CONF_ERROR;
-        }
-
-        z->size = (size_t) n;
-        return NGX_CONF_OK;
+        return p->set(cf, z, value, &arg, (char *) z + p->offset);
     }
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid parameter \"%V\"", value);
     return NGX_CONF_ERROR;
+}
+
+
+/* redis= and cluster=: one store, given once */
+
+static char *
+ngx_http_rl_zone_store(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    if (z->addr.data != NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\": \"redis\" and \"cluster\" "
+                           "exclude each other", value);
+        return NGX_CONF_ERROR;
+    }
+
+    if (value->data[0] == 'c') {
+        return ngx_http_rl_zone_cluster(cf, z, value);
+    }
+
+    return ngx_http_rl_zone_redis(cf, z, value);
+}
+
+
+static char *
+ngx_http_rl_zone_str(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    *(ngx_str_t *) field = *arg;
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_zone_prefix(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    if (arg->len > 64) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "prefix \"%V\" is longer than 64 bytes", arg);
+        return NGX_CONF_ERROR;
+    }
+
+    *(ngx_str_t *) field = *arg;
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_zone_db(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    ngx_int_t  n;
+
+    n = ngx_atoi(arg->data, arg->len);
+
+    if (n == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid db \"%V\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    *(ngx_int_t *) field = n;
+    return NGX_CONF_OK;
+}
+
+
+/* timeout=, connect_timeout=: an nginx time of at least 1ms */
+
+static char *
+ngx_http_rl_zone_msec(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    ngx_int_t  n;
+
+    n = ngx_parse_time(arg, 0);
+
+    if (n == NGX_ERROR || n == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid %*s \"%V\"",
+                           arg->data - 1 - value->data, value->data, arg);
+        return NGX_CONF_ERROR;
+    }
+
+    *(ngx_msec_t *) field = (ngx_msec_t) n;
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_zone_failure(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    ngx_uint_t  *np = field;
+
+    if (arg->len == 4 && ngx_strncmp(arg->data, "open", 4) == 0) {
+        *np = NGX_HTTP_RL_FAILURE_OPEN;
+
+    } else if (arg->len == 6 && ngx_strncmp(arg->data, "closed", 6) == 0) {
+        *np = NGX_HTTP_RL_FAILURE_CLOSED;
+
+    } else if (arg->len == 5 && ngx_strncmp(arg->data, "local", 5) == 0) {
+        *np = NGX_HTTP_RL_FAILURE_LOCAL;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid failure \"%V\"", arg);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_rl_zone_size(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    ngx_int_t  n;
+
+    n = ngx_parse_size(arg);
+
+    if (n == NGX_ERROR || n < (ngx_int_t) (8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid size \"%V\"", arg);
+        return NGX_CONF_ERROR;
+    }
+
+    *(size_t *) field = (size_t) n;
+    return NGX_CONF_OK;
+}
+
+
+/* lease=TIME: from 1ms to 10s (SPEC section 6) */
+
+#define NGX_HTTP_RL_MAX_LEASE  10000
+
+static char *
+ngx_http_rl_zone_lease(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    ngx_int_t  n;
+
+    n = ngx_parse_time(arg, 0);
+
+    if (n == NGX_ERROR || n == 0 || n > NGX_HTTP_RL_MAX_LEASE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid lease \"%V\": from 1ms to 10s", arg);
+        return NGX_CONF_ERROR;
+    }
+
+    *(ngx_msec_t *) field = (ngx_msec_t) n;
+    return NGX_CONF_OK;
 }
 
 

@@ -29,6 +29,7 @@ my %reply = (
     'two-calls'     => "\x01\x01\x00\x10\x00\x03"
                        . bulk(d($clock, 5, 1e6, 0, 0, 1e6, 2e6, 7, 1e6, 0)),
     'trailer'       => $one . bulk(d($clock, 9, 60e6, 0) . d(0, 50)),
+    'grant'         => $one . bulk(d($clock, 9, 60e6, 0) . d(0, 50, -1, 8)),
     'trailer-bad'   => $one . bulk(d($clock, 9, 60e6, 0) . d(3, 50)),
     'noscript'      => $one . "-NOSCRIPT No matching script. Please use EVAL.\r\n",
     'error'         => $one . "-ERR Error running script\r\n",
@@ -57,6 +58,9 @@ $seeds{trailer} = {
     'past'       => "\x00\x00" . d(1, 5),
     'odd'        => "\x00\x00" . d(0, 5) . 'x',
     'empty'      => "\x00\x00",
+    'grant'      => "\x00\x03" . d(-4, 10),
+    'both'       => "\x01\x01\x01" . d(0, 10, -2, 7, 3, 50, -4, 1),
+    'grant-mid'  => "\x00\x03" . d(-2, 10),
 };
 
 # -------------------------------------------------------------- cluster

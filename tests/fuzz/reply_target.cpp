@@ -1,6 +1,6 @@
 /* The script's reply as the module reads it (src/redis_link.cpp
  * Link::onReply, src/batch.cpp replyPart): Redis' clock, each call's
- * part, the overrides' trailer; then each part decoded with what the
+ * part, the trailer of overrides and lease grants; then each part decoded with what the
  * call asked (src/core/reply.cpp). The input picks the batch's shape
  * (calls, rules, costs, dry runs), then gives the reply: RESP through
  * hiredis' own reader, or (first byte's top bit) the bytes of a string
@@ -69,14 +69,15 @@ void examine(const redisReply* reply, const Shape& s) {
         trailerLen = reply->len - want;
     }
     for (size_t c = 0; c < s.calls; c++) {
-        int64_t limits[kMaxRulesPerCall];
-        if (trailer != nullptr &&
-            trailerLimits(trailer, trailerLen, &record, rule, s.rules[c],
-                          limits)) {
+        int64_t limits[kMaxRulesPerCall], grant = 0;
+        if (trailer != nullptr) {
+            trailerFor(trailer, trailerLen, &record, rule, s.rules[c],
+                       limits, &grant);
             for (size_t i = 0; i < s.rules[c]; i++) {
                 FUZZ_CHECK(limits[i] >= 0 &&
                            limits[i] <= static_cast<int64_t>(kMaxLimit));
             }
+            FUZZ_CHECK(grant >= 0 && grant <= (int64_t{1} << 53));
         }
         rule += s.rules[c];
 

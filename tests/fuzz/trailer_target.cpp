@@ -1,8 +1,15 @@
-/* The overrides' trailer of a script reply (lua/rl.lua override()): a
- * record per overridden rule, its index and its limit. validTrailer()
- * says whether bytes are such records; trailerLimits() then hands each
- * call of the batch its rules' limits, call after call. The input gives
- * the batch's calls (their rule counts), then the trailer's bytes. */
+/* The trailer of a script reply (lua/rl.lua): a record per rule a key
+ * value's override decided (its index, its limit) and per request
+ * granted a lease (minus 1 + the index of its last rule, the units).
+ * validTrailer() says whether bytes are such records; trailerFor() then
+ * hands each call of the batch its rules' limits and its grant, call
+ * after call. The input gives the batch's calls (their rule counts),
+ * then the trailer's bytes.
+ *
+ * Promises, for a valid trailer: every record is read by exactly one
+ * call, as one of its own rules; limits are 0 or a rate's (1 to 1e9);
+ * a grant is 0 to 2^53 units; a call says it has overrides when it
+ * has one. */
 #include "fuzz.hpp"
 
 #include "core/rate.hpp"
@@ -25,33 +32,33 @@ void trailer(const uint8_t* data, size_t size) {
         return;
     }
     size_t records = len / kTrailerRecordBytes;
-    FUZZ_CHECK(records <= total);   /* increasing indexes below total */
+    FUZZ_CHECK(records <= 2 * total);   /* an override and a grant each */
 
-    size_t next = 0, from = 0, seen = 0;
+    size_t next = 0, from = 0;
     for (size_t c = 0; c < calls; c++) {
-        int64_t limits[kMaxRulesPerCall];
+        int64_t limits[kMaxRulesPerCall], grant = -1;
         size_t before = next;
-        bool any = trailerLimits(bytes, len, &next, from, rules[c], limits);
+        bool any = trailerFor(bytes, len, &next, from, rules[c], limits,
+                              &grant);
         FUZZ_CHECK(next >= before && next <= records);
-        FUZZ_CHECK(any == (next > before));
-        size_t set = 0;
+        FUZZ_CHECK(grant >= 0 && grant <= (int64_t{1} << 53));
+        bool some = false;
         for (size_t i = 0; i < rules[c]; i++) {
             FUZZ_CHECK(limits[i] >= 0 &&
                        limits[i] <= static_cast<int64_t>(kMaxLimit));
-            set += limits[i] > 0;
+            some = some || limits[i] > 0;
         }
-        /* each record read is one rule's limit, of this call */
-        FUZZ_CHECK(set == next - before);
+        FUZZ_CHECK(any == some);
+        /* each record read names one of this call's rules */
         for (size_t r = before; r < next; r++) {
-            auto index = static_cast<size_t>(doubleAt(bytes, 2 * r));
-            FUZZ_CHECK(index >= from && index < from + rules[c]);
-            FUZZ_CHECK(limits[index - from] ==
-                       static_cast<int64_t>(doubleAt(bytes, 2 * r + 1)));
+            auto index = static_cast<int64_t>(doubleAt(bytes, 2 * r));
+            int64_t rule = index >= 0 ? index : -index - 1;
+            FUZZ_CHECK(rule >= static_cast<int64_t>(from) &&
+                       rule < static_cast<int64_t>(from + rules[c]));
         }
-        seen += next - before;
         from += rules[c];
     }
-    FUZZ_CHECK(seen == records);
+    FUZZ_CHECK(next == records);
 }
 
 }  // namespace rl::fuzz
