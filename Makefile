@@ -10,6 +10,33 @@ NGX_SRC    ?= /usr/share/nginx/src
 # make BUILD=DIR LUA=DIR: another build directory and script directory
 # (bench/floor builds the module with stand-in scripts)
 BUILD      := $(CURDIR)/build
+
+# make HIREDIS=1.2 NGINX=1.26 [test|module|...]: the module built with
+# hiredis 1.2 (TLS) and for nginx 1.26, both from Debian 13's source
+# packages, built once into build/deps; each pair builds into a build
+# directory of its own. Default: Debian 12's hiredis 0.14 and nginx 1.22.
+HIREDIS    ?= 0.14
+NGINX      ?= 1.22
+DEPS       := $(CURDIR)/build/deps
+NGX_BIN    := /usr/sbin/nginx
+ifeq ($(HIREDIS),1.2)
+HIREDIS_DIR := $(DEPS)/hiredis-1.2
+HIREDIS_LIB := $(HIREDIS_DIR)/lib/libhiredis_ssl.a
+export RL_HIREDIS := $(HIREDIS_DIR)
+else ifeq ($(HIREDIS),0.14)
+export RL_HIREDIS :=
+else
+$(error HIREDIS=$(HIREDIS): 0.14 (Debian 12) or 1.2 (Debian 13's source))
+endif
+ifeq ($(NGINX),1.26)
+NGX_SRC    := $(DEPS)/nginx-1.26.3
+NGX_BIN    := $(NGX_SRC)/objs/nginx
+else ifneq ($(NGINX),1.22)
+$(error NGINX=$(NGINX): 1.22 (Debian 12) or 1.26 (Debian 13's source))
+endif
+ifneq ($(HIREDIS)-$(NGINX),0.14-1.22)
+BUILD      := $(CURDIR)/build/nginx-$(NGINX)-hiredis-$(HIREDIS)
+endif
 LUA        := lua
 MODULE_DIR := $(BUILD)/module
 MODULE     := $(MODULE_DIR)/ngx_http_rl_module.so
@@ -36,7 +63,7 @@ deps:
 
 # Debian's way (libnginx-mod-*): configure the packaged nginx source
 # with the flags nginx was built with, then build only the modules.
-$(MODULE_DIR)/Makefile: config
+$(MODULE_DIR)/Makefile: config $(HIREDIS_LIB) $(NGX_BIN)
 	@mkdir -p $(MODULE_DIR)
 	cd $(NGX_SRC) && source ./conf_flags && ./configure \
 	    "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(NGX_CC_OPT)" \
@@ -52,16 +79,16 @@ $(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(SOURCES)
 module: deps
 	@$(MAKE) --no-print-directory $(MODULE)
 
-unit-build: deps
+unit-build: deps $(HIREDIS_LIB)
 	cmake -S . -B $(CMAKE_DIR) -DRL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
-	    > /dev/null
+	    $(if $(HIREDIS_DIR),-DRL_HIREDIS=$(HIREDIS_DIR)) > /dev/null
 	cmake --build $(CMAKE_DIR) -j $(JOBS)
 
 unit: unit-build
 	cd $(CMAKE_DIR) && ctest --output-on-failure
 
 integration: module
-	RL_MODULE=$(MODULE) prove -r t
+	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) prove -r t
 
 test: unit integration
 
@@ -71,6 +98,32 @@ run: module
 
 stop:
 	@RUN_DIR=$(RUN_DIR) docker/run-local stop
+
+# hiredis 1.2 with its SSL part: static, position-independent, its
+# symbols hidden (the module exports none of them)
+$(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a:
+	.ci/debian-source hiredis 1.2.0 $(DEPS)
+	$(MAKE) -C $(DEPS)/hiredis-1.2.0 -j $(JOBS) USE_SSL=1 OPTIMIZATION=-O2 \
+	    CFLAGS="-fvisibility=hidden -fstack-protector-strong \
+	            -D_FORTIFY_SOURCE=2" static > /dev/null
+	mkdir -p $(DEPS)/hiredis-1.2/include/hiredis $(DEPS)/hiredis-1.2/lib
+	cd $(DEPS)/hiredis-1.2.0 && cp hiredis.h async.h read.h sds.h alloc.h \
+	    sockcompat.h hiredis_ssl.h $(DEPS)/hiredis-1.2/include/hiredis/
+	cp $(DEPS)/hiredis-1.2.0/libhiredis.a $(DEPS)/hiredis-1.2/lib/
+	cp $(DEPS)/hiredis-1.2.0/libhiredis_ssl.a $@
+
+# nginx 1.26, a plain build with the modules the tests use; conf_flags
+# as Debian's nginx-dev has it, for the module's configure
+NGX_126_FLAGS := --with-compat --with-threads --with-http_ssl_module \
+    --with-http_v2_module --with-http_auth_request_module \
+    --with-http_stub_status_module --with-http_realip_module
+$(DEPS)/nginx-1.26.3/objs/nginx:
+	.ci/debian-source nginx 1.26.3 $(DEPS)
+	cd $(DEPS)/nginx-1.26.3 && ./configure $(NGX_126_FLAGS) \
+	    --prefix=$(DEPS)/nginx-1.26.3 --with-cc-opt="$(NGX_CC_OPT)" \
+	    > configure.log
+	$(MAKE) -C $(DEPS)/nginx-1.26.3 -f objs/Makefile -j $(JOBS) > /dev/null
+	echo 'NGX_CONF_FLAGS=( $(NGX_126_FLAGS) )' > $(DEPS)/nginx-1.26.3/conf_flags
 
 clean: stop
 	rm -rf $(BUILD)
