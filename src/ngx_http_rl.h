@@ -79,6 +79,20 @@ typedef struct {
 } ngx_http_rl_server_t;
 
 
+/* A zone's TLS to Redis (redis_tls.cpp): every node of the zone. */
+typedef struct {
+    ngx_flag_t                  enabled;    /* "tls" */
+    ngx_flag_t                  verify;     /* chain and name checked */
+    ngx_str_t                   server_name; /* checked, sent as SNI;
+                                               empty: each node's IP */
+    ngx_str_t                   ca;         /* files, full names, NUL */
+    ngx_str_t                   cert;
+    ngx_str_t                   key;
+    void                       *ctx;        /* SSL_CTX, made with the
+                                               configuration */
+} ngx_http_rl_tls_t;
+
+
 typedef struct {
     ngx_str_t                   name;
     ngx_str_t                   addr;       /* as written, for logs */
@@ -92,6 +106,7 @@ typedef struct {
     ngx_str_t                   prefix;
     ngx_msec_t                  timeout;
     ngx_msec_t                  connect_timeout;
+    ngx_http_rl_tls_t           tls;
     ngx_uint_t                  failure;
     ngx_uint_t                  index;
     ngx_uint_t                  declared;   /* 0: only referenced so far */
@@ -287,6 +302,11 @@ void ngx_http_rl_call_timed_out(ngx_http_rl_call_t *call) RL_NOEXCEPT;
 ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
     ngx_http_rl_group_t *group, ngx_uint_t asking, ngx_uint_t argc,
     const char **argv, const size_t *argvlen) RL_NOEXCEPT;
+
+/* redis_tls.cpp: the zone's TLS context, made now (its files read,
+ * their errors named, as nginx -t shows), freed with cf->pool */
+char *ngx_http_rl_tls_conf(ngx_conf_t *cf, ngx_http_rl_zone_t *zone)
+    RL_NOEXCEPT;
 
 /* shm_store.cpp: the embedded store in shared memory */
 ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)

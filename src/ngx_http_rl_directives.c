@@ -7,6 +7,8 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
+#include <hiredis/hiredis.h>
+
 #include "ngx_http_rl.h"
 
 
@@ -54,6 +56,17 @@ static char *ngx_http_rl_zone_failure(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value, ngx_str_t *arg, void *field);
 static char *ngx_http_rl_zone_size(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_tls_on(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_on_off(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_name(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_file(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
+static char *ngx_http_rl_zone_tls(ngx_conf_t *cf, ngx_http_rl_zone_t *z);
+static ngx_int_t ngx_http_rl_tls_server_name(ngx_conf_t *cf,
+    ngx_http_rl_zone_t *z);
 static char *ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
 static char *ngx_http_rl_zone_cluster(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
@@ -108,6 +121,24 @@ static ngx_http_rl_zone_param_t  ngx_http_rl_zone_params[] = {
     { ngx_string("size="), ngx_http_rl_zone_size,
       offsetof(ngx_http_rl_zone_t, size) },
 
+    { ngx_string("tls"), ngx_http_rl_zone_tls_on,
+      offsetof(ngx_http_rl_zone_t, tls.enabled) },
+
+    { ngx_string("tls_verify="), ngx_http_rl_zone_on_off,
+      offsetof(ngx_http_rl_zone_t, tls.verify) },
+
+    { ngx_string("tls_server_name="), ngx_http_rl_zone_name,
+      offsetof(ngx_http_rl_zone_t, tls.server_name) },
+
+    { ngx_string("tls_ca="), ngx_http_rl_zone_file,
+      offsetof(ngx_http_rl_zone_t, tls.ca) },
+
+    { ngx_string("tls_cert="), ngx_http_rl_zone_file,
+      offsetof(ngx_http_rl_zone_t, tls.cert) },
+
+    { ngx_string("tls_key="), ngx_http_rl_zone_file,
+      offsetof(ngx_http_rl_zone_t, tls.key) },
+
     { ngx_null_string, NULL, 0 }
 };
 
@@ -156,6 +187,10 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (rv != NGX_CONF_OK) {
             return rv;
         }
+    }
+
+    if (ngx_http_rl_zone_tls(cf, z) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
     }
 
     if (z->addr.len == 0) {
@@ -385,6 +420,206 @@ ngx_http_rl_zone_size(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
 
     *(size_t *) field = (size_t) n;
     return NGX_CONF_OK;
+}
+
+
+/* tls: a bare word, refused by a module built without TLS */
+
+static char *
+ngx_http_rl_zone_tls_on(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+#if (NGX_HTTP_RL_TLS)
+    *(ngx_flag_t *) field = 1;
+    return NGX_CONF_OK;
+#else
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "\"tls\" needs the module built with hiredis 1.x "
+                       "and its SSL library (this one was built with "
+                       "hiredis %d.%d)", HIREDIS_MAJOR, HIREDIS_MINOR);
+    return NGX_CONF_ERROR;
+#endif
+}
+
+
+static char *
+ngx_http_rl_zone_on_off(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    if (arg->len == 2 && ngx_strncmp(arg->data, "on", 2) == 0) {
+        *(ngx_flag_t *) field = 1;
+
+    } else if (arg->len == 3 && ngx_strncmp(arg->data, "off", 3) == 0) {
+        *(ngx_flag_t *) field = 0;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid %*s \"%V\", it must be \"on\" or "
+                           "\"off\"", arg->data - 1 - value->data,
+                           value->data, arg);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* a name OpenSSL reads: not empty, NUL-terminated (the value ends its
+ * word, and nginx ends words with a NUL) */
+
+static char *
+ngx_http_rl_zone_name(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    if (arg->len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid %*s \"\"",
+                           arg->data - 1 - value->data, value->data);
+        return NGX_CONF_ERROR;
+    }
+
+    *(ngx_str_t *) field = *arg;
+    return NGX_CONF_OK;
+}
+
+
+/* tls_ca=, tls_cert=, tls_key=: relative to the configuration's
+ * directory, as nginx's own ssl_certificate */
+
+static char *
+ngx_http_rl_zone_file(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    ngx_str_t  *file = field;
+
+    if (ngx_http_rl_zone_name(cf, z, value, arg, field) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* tls and its parameters, checked together once all are read; the TLS
+ * context is made now, so that nginx -t reads its files */
+
+static char *
+ngx_http_rl_zone_tls(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
+{
+    char               *given;
+    ngx_http_rl_tls_t  *tls = &z->tls;
+
+    if (!tls->enabled) {
+        given = tls->verify != NGX_CONF_UNSET ? "tls_verify"
+                : tls->server_name.len ? "tls_server_name"
+                : tls->ca.len ? "tls_ca"
+                : tls->cert.len ? "tls_cert"
+                : tls->key.len ? "tls_key" : NULL;
+
+        if (given) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"%s\" needs \"tls\"", given);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (z->addr.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tls\" needs \"redis\" or \"cluster\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (z->port == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tls\" needs a TCP address, not \"%V\"",
+                           &z->addr);
+        return NGX_CONF_ERROR;
+    }
+
+    if ((tls->cert.len == 0) != (tls->key.len == 0)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%s\" needs \"%s\"",
+                           tls->cert.len ? "tls_cert" : "tls_key",
+                           tls->cert.len ? "tls_key" : "tls_cert");
+        return NGX_CONF_ERROR;
+    }
+
+    if (tls->verify == NGX_CONF_UNSET) {
+        tls->verify = 1;
+    }
+
+    if (tls->server_name.len == 0
+        && ngx_http_rl_tls_server_name(cf, z) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_rl_tls_conf(cf, z);
+}
+
+
+/* The name a node's certificate is checked against by default: the
+ * host of redis= as written; for cluster=, the first seed written as a
+ * name, else none (each node is checked against its own address). */
+
+static ngx_int_t
+ngx_http_rl_tls_server_name(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
+{
+    u_char     *p, *last, *end, *colon;
+    ngx_str_t   host;
+#if (NGX_HAVE_INET6)
+    u_char      a6[16];
+#endif
+
+    p = z->addr.data;
+    last = p + z->addr.len;
+
+    while (p < last) {
+        end = ngx_strlchr(p, last, ',');
+        if (end == NULL) {
+            end = last;
+        }
+
+        host.data = p;
+
+        if (*p == '[') {
+            colon = ngx_strlchr(p, end, ']');
+            host.data = p + 1;
+            host.len = (colon ? colon : end) - host.data;
+
+        } else {
+            colon = ngx_strlchr(p, end, ':');
+            host.len = (colon ? colon : end) - p;
+        }
+
+        if (z->nseeds == 0
+            || (ngx_inet_addr(host.data, host.len) == INADDR_NONE
+#if (NGX_HAVE_INET6)
+                && ngx_inet6_addr(host.data, host.len, a6) != NGX_OK
+#endif
+            ))
+        {
+            z->tls.server_name.data = ngx_pnalloc(cf->pool, host.len + 1);
+            if (z->tls.server_name.data == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_memcpy(z->tls.server_name.data, host.data, host.len);
+            z->tls.server_name.data[host.len] = '\0';
+            z->tls.server_name.len = host.len;
+
+            return NGX_OK;
+        }
+
+        p = end + 1;
+    }
+
+    return NGX_OK;
 }
 
 
@@ -1099,6 +1334,7 @@ ngx_http_rl_find_zone(ngx_conf_t *cf, ngx_str_t *name)
     z->timeout = NGX_HTTP_RL_DEFAULT_TIMEOUT;
     z->connect_timeout = NGX_HTTP_RL_DEFAULT_CONNECT_TIMEOUT;
     z->failure = NGX_HTTP_RL_FAILURE_OPEN;
+    z->tls.verify = NGX_CONF_UNSET;
 
     return z;
 }

@@ -1,17 +1,18 @@
 /*
  * redis_link.cpp: per worker, one pipelined hiredis connection per Redis
- * server, shared by the zones on it (same address, credentials, db and
- * timeouts). Requests sent during one turn of the event loop leave
+ * server, shared by the zones on it (same address, credentials, db, TLS
+ * and timeouts). Requests sent during one turn of the event loop leave
  * together, whatever their zone, as one script call, when the turn's
  * posted events run (batch.hpp).
  *
- * States: idle (a reconnect timer is armed), connecting (TCP and the
- * handshake: AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD, bounded by
- * connect_timeout) and ready. A ready link whose request timed out with
- * no reply since is "stalled": new requests get the failure policy at
- * once; a reply clears it, and if none comes within connect_timeout the
- * connection is dropped and made again. Incidents are logged once, when
- * the link goes down, and once when it is back.
+ * States: idle (a reconnect timer is armed), connecting (TCP, TLS for
+ * a tls zone, and the handshake: AUTH, SELECT, CLIENT SETNAME, SCRIPT
+ * LOAD, bounded by connect_timeout) and ready. A ready link whose
+ * request timed out with no reply since is "stalled": new requests get
+ * the failure policy at once; a reply clears it, and if none comes
+ * within connect_timeout the connection is dropped and made again.
+ * Incidents are logged once, when the link goes down, and once when it
+ * is back.
  *
  * A Redis Cluster's nodes are links too, each to one master, driven by
  * the cluster's store (redis_cluster.cpp): their batches hold one slot
@@ -154,6 +155,12 @@ Link::~Link() {
     }
 }
 
+/* Connecting is four steps, each pipelined behind the one before and
+ * all bounded by connect_timeout (deadline_): the TCP connect (open()),
+ * TLS (startTls(), for a tls zone), AUTH/SELECT/CLIENT SETNAME
+ * (handshake()) and SCRIPT LOAD (loadScript()), whose reply makes the
+ * link ready. A step that fails at once has logged, dropped the
+ * connection and scheduled the next attempt. */
 void Link::connect() {
     retired_ = false;
     if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit || ac_ != nullptr)
@@ -166,7 +173,19 @@ void Link::connect() {
             (void) ngx_atomic_fetch_add(&s->reconnects, 1);
         });
     }
+    if (!open() || (zone_->tls.enabled && !startTls())) {
+        return;
+    }
+    handshake();
+    loadScript();
+    if (ac_ != nullptr) {
+        ngx_add_timer(&deadline_, zone_->connect_timeout);
+    }
+}
 
+/* TCP: a non-blocking connect to an address (never a name), the socket
+ * on nginx's event loop */
+bool Link::open() {
     redisAsyncContext *ac;
     if (server_.port == 0) {
         ac = redisAsyncConnectUnix(
@@ -175,22 +194,18 @@ void Link::connect() {
         ac = redisAsyncConnect(reinterpret_cast<char *>(server_.host.data),
                                static_cast<int>(server_.port));
     }
-    if (ac == nullptr) {
-        fail("cannot connect", "out of memory");
+    const char *error = ac == nullptr ? "out of memory"
+                        : ac->err     ? ac->errstr
+                        : ngx_http_rl_hiredis_attach(ac, log_) != NGX_OK
+                            ? "no free nginx connection"
+                            : nullptr;
+    if (error != nullptr) {
+        fail("cannot connect", error);
+        if (ac != nullptr) {
+            redisAsyncFree(ac);
+        }
         schedule();
-        return;
-    }
-    if (ac->err) {
-        fail("cannot connect", ac->errstr);
-        redisAsyncFree(ac);
-        schedule();
-        return;
-    }
-    if (ngx_http_rl_hiredis_attach(ac, log_) != NGX_OK) {
-        fail("cannot connect", "no free nginx connection");
-        redisAsyncFree(ac);
-        schedule();
-        return;
+        return false;
     }
 
     ac->data = this;
@@ -199,10 +214,26 @@ void Link::connect() {
     stalled_ = false;
     lost_ = false;
     probing_ = false;
+    tls_.end();
     redisAsyncSetConnectCallback(ac, onConnect);
     redisAsyncSetDisconnectCallback(ac, onDisconnect);
+    return true;
+}
 
-    /* The handshake is pipelined behind the TCP connect. */
+/* TLS (redis_tls.cpp): the handshake starts now and goes on as hiredis
+ * reads and writes, ahead of the commands queued behind it */
+bool Link::startTls() {
+    if (tls_.start(ac_, zone_->tls, server_.host)) {
+        return true;
+    }
+    fail("TLS handshake failed", tls_.why());
+    drop();
+    schedule();
+    return false;
+}
+
+/* AUTH, SELECT, CLIENT SETNAME: their replies come before the script's */
+void Link::handshake() {
     const char *argv[3];
     size_t len[3];
     if (zone_->password.len) {
@@ -233,7 +264,12 @@ void Link::connect() {
     argv[2] = NGX_HTTP_RL_CLIENT_NAME;
     len[2] = sizeof(NGX_HTTP_RL_CLIENT_NAME) - 1;
     command(onNamed, 3, argv, len);
+}
 
+/* SCRIPT LOAD: its reply (scriptLoaded()) makes the link ready */
+void Link::loadScript() {
+    const char *argv[3];
+    size_t len[3];
     size_t scriptLen;
     argv[0] = "SCRIPT";
     len[0] = 6;
@@ -242,10 +278,6 @@ void Link::connect() {
     argv[2] = rl_script_text(&scriptLen);
     len[2] = scriptLen;
     command(onScriptLoaded, 3, argv, len);
-
-    if (ac_ != nullptr) {
-        ngx_add_timer(&deadline_, zone_->connect_timeout);
-    }
 }
 
 bool Link::command(redisCallbackFn *fn, int argc, const char **argv,
@@ -268,10 +300,14 @@ void Link::connected(const redisAsyncContext *ac, int status) {
     if (ac != ac_ || status == REDIS_OK) {
         return;
     }
-    /* hiredis frees the context after this callback */
+    /* hiredis frees the context after this callback; TLS, if started,
+     * may know better why it failed */
+    const char *tls = tls_.on() ? tls_.failure(ac->errstr) : nullptr;
     ac_ = nullptr;
+    tls_.end();
     ready_ = false;
-    fail("cannot connect", ac->errstr);
+    fail(tls != nullptr ? "TLS handshake failed" : "cannot connect",
+         tls != nullptr ? tls : ac->errstr);
     stopTimer(&deadline_);
     schedule();
 }
@@ -286,18 +322,28 @@ void Link::disconnected(const redisAsyncContext *ac) {
      * behind the handshake (an incident opens if that fails) */
     bool quiet = ready_ && !stalled_ && !lost_ && !down_ &&
                  ngx_current_msec - readyAt_ >= 1000;
+    /* a TLS failure (a certificate not verified, the server's alert) is
+     * named as TLS tells it, before the context and its SSL go */
+    const char *tls = !tls_.on() ? nullptr
+                      : tls_.failure(ready_ ? nullptr : ac->errstr);
+    const char *why = tls != nullptr     ? tls
+                      : ac->errstr[0]    ? ac->errstr
+                                         : "by peer";
+    bool handshaking = !ready_;
     ac_ = nullptr;
+    tls_.end();
     ready_ = false;
     stopTimer(&deadline_);
     if (quiet && !exiting_) {
         ngx_log_error(NGX_LOG_INFO, log_, 0,
                       "%V: redis %V closed an idle connection "
                       "(%s): connecting again", &label_, &server_.addr,
-                      ac->errstr[0] ? ac->errstr : "by peer");
+                      why);
         connect();
         return;
     }
-    fail("connection closed", ac->errstr[0] ? ac->errstr : "by peer");
+    fail(tls != nullptr && handshaking ? "TLS handshake failed"
+                                       : "connection closed", why);
     schedule();
 }
 
@@ -731,7 +777,12 @@ void Link::timedOut() {
         return;
     }
     stalled_ = true;
-    fail("no reply", "within the zone's timeout");
+    if (!ready_ && tls_.on() && !tls_.done()) {
+        /* TLS to a port that does not speak it answers nothing */
+        fail("TLS handshake failed", "no answer within the zone's timeout");
+    } else {
+        fail("no reply", "within the zone's timeout");
+    }
     if (!deadline_.timer_set) {
         ngx_add_timer(&deadline_, zone_->connect_timeout);
     }
@@ -741,8 +792,12 @@ void Link::deadlinePassed() {
     if (ac_ == nullptr) {
         return;
     }
-    fail(ready_ ? "no reply" : "cannot connect",
-         ready_ ? "dropping the connection" : "connect_timeout expired");
+    if (!ready_ && tls_.on() && !tls_.done()) {
+        fail("TLS handshake failed", "no answer within connect_timeout");
+    } else {
+        fail(ready_ ? "no reply" : "cannot connect",
+             ready_ ? "dropping the connection" : "connect_timeout expired");
+    }
     drop();
     schedule();
 }
@@ -780,6 +835,7 @@ void Link::fail(const char *what, const char *detail) {
 void Link::drop() {
     redisAsyncContext *ac = ac_;
     ac_ = nullptr;
+    tls_.end();
     ready_ = false;
     stalled_ = false;
     stopTimer(&deadline_);
@@ -843,15 +899,21 @@ using rl::Store;
 namespace {
 
 /* Zones that can share one store: the same server (or the same cluster
- * seeds), user, password and db, and the same timeouts (a link is
- * stalled, and dropped, by the timeouts of its zones: a zone that waits
- * longer keeps its own). */
+ * seeds), user, password and db, the same TLS settings, and the same
+ * timeouts (a link is stalled, and dropped, by the timeouts of its
+ * zones: a zone that waits longer keeps its own). */
 bool sameStore(const ngx_http_rl_zone_t *a, const ngx_http_rl_zone_t *b) {
     auto eq = [](const ngx_str_t &x, const ngx_str_t &y) {
         return x.len == y.len &&
                (x.len == 0 || ngx_memcmp(x.data, y.data, x.len) == 0);
     };
-    return (a->nseeds > 0) == (b->nseeds > 0) &&
+    const ngx_http_rl_tls_t &s = a->tls, &t = b->tls;
+    bool sameTls = s.enabled == t.enabled &&
+                   (!s.enabled ||
+                    (s.verify == t.verify &&
+                     eq(s.server_name, t.server_name) && eq(s.ca, t.ca) &&
+                     eq(s.cert, t.cert) && eq(s.key, t.key)));
+    return sameTls && (a->nseeds > 0) == (b->nseeds > 0) &&
            (a->nseeds == 0 || eq(a->addr, b->addr)) &&
            a->port == b->port && eq(a->host, b->host) &&
            eq(a->username, b->username) && eq(a->password, b->password) &&

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "batch.hpp"
+#include "redis_tls.hpp"
 
 namespace rl {
 
@@ -103,6 +104,12 @@ public:
     }
 
 private:
+    /* the steps of connect() */
+    bool open();
+    bool startTls();
+    void handshake();
+    void loadScript();
+
     void fail(const char *what, const char *detail);
     void recovered();
     void probe();
@@ -140,6 +147,7 @@ private:
     Cluster *cluster_;          /* the cluster this node is of, or NULL */
     ngx_log_t *log_;
     redisAsyncContext *ac_ = nullptr;
+    TlsStep tls_;               /* with ac_, for a tls zone */
     ngx_event_t reconnect_;
     ngx_event_t deadline_;
     ngx_event_t flush_;         /* posted while calls are queued */
