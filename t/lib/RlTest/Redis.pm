@@ -5,6 +5,8 @@ package RlTest::Redis;
 #
 #   my $r = RlTest::Redis->new(password => 's3cret', args => [...]);
 #   $r->port; $r->sock; $r->pid; $r->dir;
+#   RlTest::Redis->new(tls => $pki);  # a TLS port too (RlTest::Tls):
+#   $r->tls_port;                     # the harness stays on the plain one
 #   $r->cli('CLIENT', 'LIST');        # redis-cli output, chomped
 #   $r->client_count('ngx_rl');       # CLIENT LIST lines with name=ngx_rl
 #   $r->calls('evalsha');             # that command's calls (commandstats)
@@ -20,6 +22,7 @@ use IO::Socket::IP;
 use POSIX ();
 use RlTest::Proc qw(now wait_until free_port make_tempdir pid_alive
                     reap_pid kill_and_reap exec_child);
+use RlTest::Tls;
 use parent -norequire, 'RlTest::Proc::Owned';
 
 sub new {
@@ -31,6 +34,8 @@ sub new {
         sock     => "$dir/redis.sock",
         password => $opt{password},
         args     => $opt{args} // [],
+        tls      => $opt{tls},
+        tls_port => $opt{tls} ? ($opt{tls_port} // free_port()) : undef,
         owner    => $$,
     }, $class;
     RlTest::Proc::register($self);
@@ -39,6 +44,7 @@ sub new {
 }
 
 sub port { $_[0]{port} }
+sub tls_port { $_[0]{tls_port} }
 sub sock { $_[0]{sock} }
 sub pid  { $_[0]{pid} }
 sub dir  { $_[0]{dir} }
@@ -63,6 +69,8 @@ sub start {
         '--protected-mode', 'no',
         (defined $self->{password}
             ? ('--requirepass', $self->{password}) : ()),
+        ($self->{tls}
+            ? RlTest::Tls::redis_args($self->{tls}, $self->{tls_port}) : ()),
         @{ $self->{args} },
     );
     my $pid = exec_child(\@cmd, "$self->{dir}/redis.log", append => 1,
