@@ -194,16 +194,20 @@ bool Link::open() {
         ac = redisAsyncConnect(reinterpret_cast<char *>(server_.host.data),
                                static_cast<int>(server_.port));
     }
-    const char *error = ac == nullptr ? "out of memory"
-                        : ac->err     ? ac->errstr
-                        : ngx_http_rl_hiredis_attach(ac, log_) != NGX_OK
-                            ? "no free nginx connection"
-                            : nullptr;
-    if (error != nullptr) {
-        fail("cannot connect", error);
-        if (ac != nullptr) {
-            redisAsyncFree(ac);
-        }
+    if (ac == nullptr) {
+        fail("cannot connect", "out of memory");
+        schedule();
+        return false;
+    }
+    if (ac->err) {
+        fail("cannot connect", ac->errstr);
+        redisAsyncFree(ac);
+        schedule();
+        return false;
+    }
+    if (ngx_http_rl_hiredis_attach(ac, log_) != NGX_OK) {
+        fail("cannot connect", "no free nginx connection");
+        redisAsyncFree(ac);
         schedule();
         return false;
     }
@@ -777,7 +781,7 @@ void Link::timedOut() {
         return;
     }
     stalled_ = true;
-    if (!ready_ && tls_.on() && !tls_.done()) {
+    if (inTlsHandshake()) {
         /* TLS to a port that does not speak it answers nothing */
         fail("TLS handshake failed", "no answer within the zone's timeout");
     } else {
@@ -792,7 +796,7 @@ void Link::deadlinePassed() {
     if (ac_ == nullptr) {
         return;
     }
-    if (!ready_ && tls_.on() && !tls_.done()) {
+    if (inTlsHandshake()) {
         fail("TLS handshake failed", "no answer within connect_timeout");
     } else {
         fail(ready_ ? "no reply" : "cannot connect",

@@ -109,6 +109,9 @@ private:
     bool startTls();
     void handshake();
     void loadScript();
+    bool inTlsHandshake() const {
+        return !ready_ && tls_.on() && !tls_.done();
+    }
 
     void fail(const char *what, const char *detail);
     void recovered();

@@ -14,7 +14,8 @@
 #       it reconnects; tls_verify=off connects
 #   (d) Redis requiring client certificates: tls_cert/tls_key pass, a
 #       zone without gets the policy and one line naming the alert
-#   (e) a cluster of 3 masters over TLS: each master decides its keys
+#   (e) a cluster of 3 masters over TLS: each master decides its keys,
+#       its nodes checked against their addresses, or the seed's name
 #   (f) reload under load over TLS: no failed request, no connection left
 #   (g) SIGSTOP after the handshake, and during it: a location without
 #       rules answers at once, limited ones at timeout with the policy;
@@ -262,15 +263,24 @@ CONF
 
 {
     my $c = RlTest::Cluster->new(masters => 3, tls => $pki);
+    # c: seeds by address, each node checked against its own; n: a seed
+    # by name, every node checked against it
+    (my $named = $c->tls_seeds) =~ s/^127\.0\.0\.1:/localhost:/;
     my $ngc = start_nginx(workers => 1,
-                          vars => { SEEDS => $c->tls_seeds, CA => $CA },
+                          vars => { SEEDS => $c->tls_seeds, NAMED => $named,
+                                    CA => $CA },
                           config => <<'CONF');
     rl_zone c cluster=$SEEDS tls tls_ca=$CA timeout=1s;
+    rl_zone n cluster=$NAMED tls tls_ca=$CA timeout=1s prefix=n:;
     server {
         listen 127.0.0.1:$ServerPort;
         add_header X-RL-Status $rl_status always;
-        location /t {
+        location /c {
             rl_rule zone=c key=$arg_k rate=3r/d algorithm=fixed_window;
+            empty_gif;
+        }
+        location /n {
+            rl_rule zone=n key=$arg_k rate=3r/d algorithm=fixed_window;
             empty_gif;
         }
     }
@@ -278,9 +288,12 @@ CONF
     my $p = $ngc->port;
     for my $m ($c->masters) {
         my $v = $c->value_on($m, prefix => 'tls');
-        my @got = map { code_status(http_get($p, "/t?k=$v")) } 1 .. 4;
-        is("@got", '200 PASSED 200 PASSED 200 PASSED 429 REJECTED',
-           'cluster over TLS: master ' . $m->port . ' decides its key');
+        for my $z (qw(c n)) {
+            my @got = map { code_status(http_get($p, "/$z?k=$v")) } 1 .. 4;
+            is("@got", '200 PASSED 200 PASSED 200 PASSED 429 REJECTED',
+               "cluster over TLS, zone $z: master " . $m->port
+               . ' decides its key');
+        }
         my $tp = $m->tls_port;
         ok(scalar(grep { /\bname=ngx_rl\b/ && /\bladdr=\S+:$tp\b/ }
                        split /\n/, $m->cli('CLIENT', 'LIST')) >= 1,
