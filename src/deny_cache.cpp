@@ -18,6 +18,7 @@
 #include "clock.hpp"
 #include "core/reply.hpp"
 #include "core/state_key.hpp"
+#include "shm_lru.hpp"
 
 namespace {
 
@@ -27,16 +28,13 @@ namespace {
 constexpr size_t kBuckets = 1024;
 
 struct Shared {
-    ngx_rbtree_t        rbtree;
-    ngx_rbtree_node_t   sentinel;
-    ngx_queue_t         queue;
+    rl::LruIndex        index;
     int64_t             latest;     /* no entry lasts beyond, us */
     int64_t             until[kBuckets];
 };
 
 struct Entry {
-    ngx_str_node_t      sn;
-    ngx_queue_t         queue;
+    rl::LruNode         lru;
     int64_t             until;      /* CLOCK_MONOTONIC, us */
     int64_t             remaining;
     int64_t             limit;      /* a key value's override, or 0 */
@@ -77,18 +75,20 @@ ngx_slab_pool_t *poolOf(ngx_shm_zone_t *zone) {
     return reinterpret_cast<ngx_slab_pool_t *>(zone->shm.addr);
 }
 
-void expire(ngx_shm_zone_t *zone, int64_t now, ngx_uint_t max, bool force) {
+/* Up to `max` entries from the cold end: expired ones, or any when
+ * `force`; returns how many went. */
+ngx_uint_t expire(ngx_shm_zone_t *zone, int64_t now, ngx_uint_t max,
+                  bool force) {
     Shared *sh = shared(zone);
-    for (ngx_uint_t i = 0; i < max && !ngx_queue_empty(&sh->queue); i++) {
-        ngx_queue_t *q = ngx_queue_last(&sh->queue);
-        Entry *e = ngx_queue_data(q, Entry, queue);
+    return sh->index.dropOldest(max, [&](rl::LruNode *n) {
+        auto *e = reinterpret_cast<Entry *>(n);
         if (!force && e->until > now) {
-            return;
+            return false;
         }
-        ngx_queue_remove(&e->queue);
-        ngx_rbtree_delete(&sh->rbtree, &e->sn.node);
+        sh->index.remove(n);
         ngx_slab_free_locked(poolOf(zone), e);
-    }
+        return true;
+    });
 }
 
 }  // namespace
@@ -106,8 +106,7 @@ ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone,
         return NGX_ERROR;
     }
     ngx_memzero(sh, sizeof(Shared));
-    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
-    ngx_queue_init(&sh->queue);
+    sh->index.init();
     pool->data = sh;
     pool->log_nomem = 0;
     return NGX_OK;
@@ -139,8 +138,7 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
 
     ngx_slab_pool_t *pool = poolOf(zone);
     ngx_shmtx_lock(&pool->mutex);
-    auto *e = reinterpret_cast<Entry *>(
-        ngx_str_rbtree_lookup(&sh->rbtree, &key, hash));
+    auto *e = reinterpret_cast<Entry *>(sh->index.find(key, hash, false));
     if (e != nullptr && e->until > now) {
         int64_t us = e->until - now;
         int64_t ms = rl::msCeil(us);
@@ -174,42 +172,30 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     Shared *sh = shared(zone);
     ngx_shmtx_lock(&pool->mutex);
     expire(zone, now, kExpirePerInsert, false);
-    auto *e = reinterpret_cast<Entry *>(
-        ngx_str_rbtree_lookup(&sh->rbtree, &key, hash));
+    auto *e = reinterpret_cast<Entry *>(sh->index.find(key, hash));
     if (e == nullptr) {
-        e = static_cast<Entry *>(
-            ngx_slab_alloc_locked(pool, sizeof(Entry) + len));
-        if (e == nullptr) {
-            /* full of live entries: the oldest go (their keys are asked
-             * of Redis again), said once per worker */
-            static bool logged = false;
-            if (!logged) {
-                logged = true;
-                ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                              "rl: the deny cache is full: the oldest "
-                              "rejected keys go to Redis again");
-            }
-            expire(zone, now, kEvictOnFull, true);
-            e = static_cast<Entry *>(
-                ngx_slab_alloc_locked(pool, sizeof(Entry) + len));
-        }
+        /* full of live entries: the oldest go (their keys are asked of
+         * Redis again), said once per worker */
+        e = static_cast<Entry *>(rl::allocate(
+            pool, sizeof(Entry) + len, true, 1, [&]() {
+                static bool logged = false;
+                if (!logged) {
+                    logged = true;
+                    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                                  "rl: the deny cache is full: the oldest "
+                                  "rejected keys go to Redis again");
+                }
+                return expire(zone, now, kEvictOnFull, true);
+            }));
         if (e == nullptr) {
             ngx_shmtx_unlock(&pool->mutex);
             return;
         }
-        auto *k = reinterpret_cast<u_char *>(e) + sizeof(Entry);
-        ngx_memcpy(k, text, len);
-        e->sn.str.len = len;
-        e->sn.str.data = k;
-        e->sn.node.key = hash;
-        ngx_rbtree_insert(&sh->rbtree, &e->sn.node);
-    } else {
-        ngx_queue_remove(&e->queue);
+        sh->index.add(&e->lru, key, rl::keyAfter(e, sizeof(Entry)), hash);
     }
     e->until = until;
     e->remaining = o->remaining;
     e->limit = o->limit;
-    ngx_queue_insert_head(&sh->queue, &e->queue);
     if (until > sh->latest) {
         sh->latest = until;
     }

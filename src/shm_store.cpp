@@ -16,20 +16,18 @@
 #include "clock.hpp"
 #include "core/algorithm.hpp"
 #include "core/reply.hpp"
+#include "shm_lru.hpp"
 
 namespace {
 
 struct Shared {
-    ngx_rbtree_t        rbtree;
-    ngx_rbtree_node_t   sentinel;
-    ngx_queue_t         queue;
+    rl::LruIndex        index;
 };
 
 /* A node: the header, then `slots` int64 of sliding_log times, then the
  * key text. */
 struct Node {
-    ngx_str_node_t      sn;
-    ngx_queue_t         queue;
+    rl::LruNode         lru;
     int64_t             idleAt;
     rl::State           state;
     uint32_t            slots;
@@ -54,10 +52,12 @@ rl::Params paramsOf(const ngx_http_rl_rule_t *rule) {
                       rule->delay};
 }
 
+Shared *sharedOf(ngx_http_rl_zone_t *z) {
+    return static_cast<Shared *>(z->sh);
+}
+
 void freeNode(ngx_http_rl_zone_t *z, Node *n) {
-    auto *sh = static_cast<Shared *>(z->sh);
-    ngx_queue_remove(&n->queue);
-    ngx_rbtree_delete(&sh->rbtree, &n->sn.node);
+    sharedOf(z)->index.remove(&n->lru);
     ngx_slab_free_locked(z->shpool, n);
 }
 
@@ -65,37 +65,36 @@ void freeNode(ngx_http_rl_zone_t *z, Node *n) {
  * (the least recently used) when `force`. Returns how many went. */
 ngx_uint_t expire(ngx_http_rl_zone_t *z, int64_t now, ngx_uint_t max,
                   bool force, Node **keep, ngx_uint_t nkeep) {
-    auto *sh = static_cast<Shared *>(z->sh);
-    ngx_uint_t i = 0;
-    for (; i < max && !ngx_queue_empty(&sh->queue); i++) {
-        ngx_queue_t *q = ngx_queue_last(&sh->queue);
-        Node *n = ngx_queue_data(q, Node, queue);
+    return sharedOf(z)->index.dropOldest(max, [&](rl::LruNode *o) {
+        auto *n = reinterpret_cast<Node *>(o);
         for (ngx_uint_t k = 0; k < nkeep; k++) {
             if (keep[k] == n) {
-                return i; /* in use by this request: all older ones went */
+                return false; /* in use by this request: older ones went */
             }
         }
         if (!force && n->idleAt > now) {
-            return i;
+            return false;
         }
         freeNode(z, n);
-    }
-    return i;
+        return true;
+    });
 }
 
 /* `size` bytes of the zone, making room if it is full (see kEvictMax);
  * NULL when even that is not enough, logged once until it is again. */
 Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now, Node **keep,
                ngx_uint_t nkeep) {
-    auto *n = static_cast<Node *>(ngx_slab_alloc_locked(z->shpool, size));
-    for (ngx_uint_t gone = 0; n == nullptr && gone < kEvictMax;) {
-        ngx_uint_t freed = expire(z, now, kEvictOnFull, true, keep, nkeep);
-        if (freed == 0) {
-            break;
-        }
-        gone += freed;
-        n = static_cast<Node *>(ngx_slab_alloc_locked(z->shpool, size));
-    }
+    ngx_uint_t gone = 0;
+    auto *n = static_cast<Node *>(rl::allocate(
+        z->shpool, size, true, kEvictMax, [&]() -> ngx_uint_t {
+            if (gone >= kEvictMax) {
+                return 0;
+            }
+            ngx_uint_t freed = expire(z, now, kEvictOnFull, true, keep,
+                                      nkeep);
+            gone += freed;
+            return freed;
+        }));
     if (n == nullptr && !z->full) {
         z->full = 1;
         ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
@@ -116,13 +115,12 @@ Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now, Node **keep,
  * zone has no room. */
 Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
              Node **keep, ngx_uint_t nkeep) {
-    auto *sh = static_cast<Shared *>(z->sh);
-    size_t len = old->sn.str.len;
-    size_t size = sizeof(Node) + slots * sizeof(int64_t) + len;
+    rl::LruIndex &index = sharedOf(z)->index;
+    ngx_str_t key = old->lru.sn.str;
+    size_t size = sizeof(Node) + slots * sizeof(int64_t) + key.len;
     /* the old node is in use: the most recently used, and kept while
      * room is made (expire() stops at the first node it must keep) */
-    ngx_queue_remove(&old->queue);
-    ngx_queue_insert_head(&sh->queue, &old->queue);
+    index.touch(&old->lru);
     Node *hold[RL_MAX_RULES + 1];
     ngx_uint_t nhold = 0;
     for (; nhold < nkeep && nhold < RL_MAX_RULES; nhold++) {
@@ -147,21 +145,20 @@ Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
     n->state.b = 0;
     n->idleAt = old->idleAt;
     n->slots = static_cast<uint32_t>(slots);
-    u_char *k = reinterpret_cast<u_char *>(logOf(n) + slots);
-    ngx_memcpy(k, old->sn.str.data, len);
-    n->sn.str.len = len;
-    n->sn.str.data = k;
-    n->sn.node.key = old->sn.node.key;
-    freeNode(z, old);
-    ngx_rbtree_insert(&sh->rbtree, &n->sn.node);
-    ngx_queue_insert_head(&sh->queue, &n->queue);
+    /* (ngx_rbtree_delete() zeroes the node's key: the hash first) */
+    auto hash = static_cast<uint32_t>(old->lru.sn.node.key);
+    index.remove(&old->lru);
+    index.add(&n->lru, key, rl::keyAfter(n, sizeof(Node),
+                                         slots * sizeof(int64_t)),
+              hash);
+    ngx_slab_free_locked(z->shpool, old);
     return n;
 }
 
 Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
                    const ngx_str_t *value, int64_t now, Node **keep,
                    ngx_uint_t nkeep) {
-    auto *sh = static_cast<Shared *>(z->sh);
+    rl::LruIndex &index = sharedOf(z)->index;
     u_char text[RL_STATE_KEY_MAX];
     auto *end = reinterpret_cast<u_char *>(rl_state_key_write(
         reinterpret_cast<char *>(text), "", 0,
@@ -171,8 +168,7 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
     uint32_t hash = ngx_murmur_hash2(text, len);
 
     size_t slots = rl::logSlots(paramsOf(rule));
-    auto *found = reinterpret_cast<Node *>(
-        ngx_str_rbtree_lookup(&sh->rbtree, &key, hash));
+    auto *found = reinterpret_cast<Node *>(index.find(key, hash, false));
     if (found != nullptr) {
         if (found->slots != slots) {
             for (ngx_uint_t k = 0; k < nkeep; k++) {
@@ -182,8 +178,7 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
             }
             return resize(z, found, slots, now, keep, nkeep);
         }
-        ngx_queue_remove(&found->queue);
-        ngx_queue_insert_head(&sh->queue, &found->queue);
+        index.touch(&found->lru);
         return found;
     }
 
@@ -194,14 +189,10 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
     }
     ngx_memzero(n, sizeof(Node));
     n->slots = static_cast<uint32_t>(slots);
-    u_char *k = reinterpret_cast<u_char *>(logOf(n) + slots);
-    ngx_memcpy(k, text, len);
-    n->sn.str.len = len;
-    n->sn.str.data = k;
-    n->sn.node.key = hash;
     n->idleAt = now;
-    ngx_rbtree_insert(&sh->rbtree, &n->sn.node);
-    ngx_queue_insert_head(&sh->queue, &n->queue);
+    index.add(&n->lru, key, rl::keyAfter(n, sizeof(Node),
+                                         slots * sizeof(int64_t)),
+              hash);
     return n;
 }
 
@@ -233,8 +224,7 @@ ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone,
     }
     z->sh = sh;
     z->shpool->data = sh;
-    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
-    ngx_queue_init(&sh->queue);
+    sh->index.init();
 
     size_t len = sizeof(" in rl_zone \"\"") + shm_zone->shm.name.len;
     z->shpool->log_ctx = static_cast<u_char *>(

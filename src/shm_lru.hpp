@@ -1,0 +1,86 @@
+/* A keyed table in shared memory, in least-recently-used order: what the
+ * embedded store (shm_store.cpp), the deny cache (deny_cache.cpp) and the
+ * lease table (lease_table.cpp) each keep. An entry starts with an
+ * LruNode; its key text lives in the same slab block, after the fields
+ * of its owner (keyAfter()). The index is plain data in shared memory,
+ * set up once by init(); the caller holds the lock that guards it.
+ */
+#pragma once
+
+#include "ngx.hpp"
+
+namespace rl {
+
+struct LruNode {
+    ngx_str_node_t  sn;
+    ngx_queue_t     queue;
+};
+
+/* The text of an entry's key: after its owner's struct of `size` bytes
+ * (and any array the owner keeps there, `extra` bytes). */
+inline u_char *keyAfter(void *entry, size_t size, size_t extra = 0) {
+    return static_cast<u_char *>(entry) + size + extra;
+}
+
+class LruIndex {
+public:
+    void init();
+
+    bool empty() const { return ngx_queue_empty(&queue_); }
+
+    /* The entry of this key, made the most recently used unless not
+     * `touch`; NULL if none. */
+    LruNode *find(const ngx_str_t &key, uint32_t hash, bool touch = true);
+
+    /* Links a new entry, the most recently used, its key copied to
+     * `text` (room the caller made in the entry's block). */
+    void add(LruNode *n, const ngx_str_t &key, u_char *text, uint32_t hash);
+
+    void touch(LruNode *n);
+    void remove(LruNode *n);
+
+    /* The least recently used entry, NULL if none. */
+    LruNode *oldest();
+
+    /* From the cold end, at most `max` entries for which go(entry)
+     * (removed here, then freed by it) says true; stops at the first it
+     * says false. Returns how many went. */
+    template <typename F>
+    ngx_uint_t dropOldest(ngx_uint_t max, F go) {
+        ngx_uint_t i = 0;
+        for (; i < max; i++) {
+            LruNode *n = oldest();
+            if (n == nullptr || !go(n)) {
+                break;
+            }
+        }
+        return i;
+    }
+
+private:
+    ngx_rbtree_t        rbtree_;
+    ngx_rbtree_node_t   sentinel_;
+    ngx_queue_t         queue_;
+};
+
+/* `size` bytes of the pool (its mutex held when `locked`), making room
+ * with evict() (how many entries it freed, 0 when it cannot) while the
+ * pool is full, at most `tries` times. */
+template <typename F>
+void *allocate(ngx_slab_pool_t *pool, size_t size, bool locked,
+               ngx_uint_t tries, F evict) {
+    auto alloc = [&]() {
+        return locked ? ngx_slab_alloc_locked(pool, size)
+                      : ngx_slab_alloc(pool, size);
+    };
+    void *p = alloc();
+    for (ngx_uint_t i = 0; p == nullptr && i < tries; i++) {
+        if (evict() == 0) {
+            break;
+        }
+        p = alloc();
+    }
+    return p;
+}
+
+}  // namespace rl
