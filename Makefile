@@ -17,6 +17,8 @@ BUILD      := $(CURDIR)/build
 # directory of its own. Default: Debian 12's hiredis 0.14 and nginx 1.22.
 HIREDIS    ?= 0.14
 NGINX      ?= 1.22
+# not in the recipes' environment: nginx reads $NGINX as inherited sockets
+unexport NGINX HIREDIS
 DEPS       := $(CURDIR)/build/deps
 NGX_BIN    := /usr/sbin/nginx
 ifeq ($(HIREDIS),1.2)
@@ -93,7 +95,8 @@ integration: module
 test: unit integration
 
 run: module
-	@RL_MODULE=$(MODULE) RUN_DIR=$(RUN_DIR) RUN_PORT=$(RUN_PORT) \
+	@RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) RUN_DIR=$(RUN_DIR) \
+	    RUN_PORT=$(RUN_PORT) \
 	    REDIS_PORT=$(REDIS_PORT) docker/run-local start
 
 stop:
