@@ -570,7 +570,7 @@ ngx_http_rl_zone_tls(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
 static ngx_int_t
 ngx_http_rl_tls_server_name(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
 {
-    u_char     *p, *last, *end, *colon;
+    u_char     *p, *last, *end, *stop;
     ngx_str_t   host;
 #if (NGX_HAVE_INET6)
     u_char      a6[16];
@@ -587,15 +587,16 @@ ngx_http_rl_tls_server_name(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
 
         host.data = p;
 
+        /* [v6]:port, host:port or host */
         if (*p == '[') {
-            colon = ngx_strlchr(p, end, ']');
+            stop = ngx_strlchr(p, end, ']');
             host.data = p + 1;
-            host.len = (colon ? colon : end) - host.data;
 
         } else {
-            colon = ngx_strlchr(p, end, ':');
-            host.len = (colon ? colon : end) - p;
+            stop = ngx_strlchr(p, end, ':');
         }
+
+        host.len = (stop ? stop : end) - host.data;
 
         if (z->nseeds == 0
             || (ngx_inet_addr(host.data, host.len) == INADDR_NONE
