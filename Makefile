@@ -56,7 +56,7 @@ SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 
-.PHONY: all deps module unit unit-build integration test run stop clean
+.PHONY: all deps module unit unit-build integration test run stop clean deb
 
 all: module unit-build
 
@@ -127,6 +127,11 @@ $(DEPS)/nginx-1.26.3/objs/nginx:
 	    > configure.log
 	$(MAKE) -C $(DEPS)/nginx-1.26.3 -f objs/Makefile -j $(JOBS) > /dev/null
 	echo 'NGX_CONF_FLAGS=( $(NGX_126_FLAGS) )' > $(DEPS)/nginx-1.26.3/conf_flags
+# The Debian package libnginx-mod-http-rl, built as Debian builds its
+# nginx modules (debian/: dh_nginx), out of tree in build/deb:
+# build/libnginx-mod-http-rl_VERSION_ARCH.deb (.ci/deb-check installs it).
+deb: deps
+	@.ci/build-deb $(BUILD)
 
 clean: stop
 	rm -rf $(BUILD)

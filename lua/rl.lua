@@ -14,6 +14,8 @@
 --             n t k s c     its rule count n, its time t, and its first
 --                           rule's k s c
 --             k s c         each further rule of it
+--   n       the rule count, plus 128 times the units the request asks
+--           for its instance's lease (lease= zones; see "Leases" below)
 --   t       t <= 0: Redis' TIME plus t (the request arrived -t us before
 --           its batch left nginx; 0: TIME itself); t > 0: that time in
 --           us (tests; a refund sends its decision's)
@@ -43,9 +45,11 @@
 --              us; else minus the delay before serving it (delay=), 0
 --              for none
 --          then, only if a key value's override (lua/override.lua) decided
---          some rules, for each such rule in order: its index among the
---          call's rules (0: the first rule of the first request) and the
---          limit N it was decided with
+--          some rules or a lease was granted, in the order decided: for
+--          an override, its rule's index among the call's rules (0: the
+--          first rule of the first request) and the limit N it was
+--          decided with; for a lease, minus (1 + the index of the last
+--          rule of its request) and the units granted
 -- A request is admitted only if every rule that is not a dry run admits
 -- it; then every rule that admits it counts it (a dry-run rule that would
 -- reject it takes nothing, and never delays), otherwise none does (a
@@ -62,6 +66,17 @@
 -- 1 may even delete the key at once when a millisecond ticks meanwhile
 -- (redis/redis#10300). For a request of t < 0, that time is -t us nearer.
 -- Reply (refund): 1
+--
+-- Leases (SPEC section 6): a request that asks for k units (n above) is
+-- decided as any other; if it is admitted, it is granted g, the most up
+-- to k that each of its rules admits after it (left - cost), counted in
+-- every rule as g more requests of cost 1 at its time would be (one
+-- check of cost + g, written in place of its own). The module sends the
+-- ask on a record of its own, of cost 0, behind the request that found
+-- the group hot, so the request's figures are what exact mode gives; a
+-- refund of the record's rules at its time, of the units its instance
+-- did not spend, gives them back. A request that asks goes the stacked
+-- path, one rule or several: the one-rule path stays as it is.
 --
 -- Cost: this runs on every request, so it makes few tables (each costs
 -- about as much as a command), prints and parses no number it can avoid,
@@ -252,6 +267,10 @@ local trailer
 -- a request of stacked rules, or a refund's: see below; fixes: its
 -- rules left nothing, whose reset is known once it is counted
 local pending, fixes
+-- a request that asks for a lease: per rule that admits it { key, spec,
+-- cost }, while the request is read
+local lease
+
 
 STATE = not refunding and {} or nil
 
@@ -265,6 +284,11 @@ for pass = refunding and 1 or 2, 2 do
             return bad('a request', pos)
         end
         local n, now, k, s, cost, nxt = struct.unpack('<ddddd', H, pos)
+        local ask = 0
+        if n > 127 then
+            ask = n % 128
+            ask, n = (n - ask) / 128, ask
+        end
         if n < 1 or nxt + 24 * (n - 1) > size + 1 then
             return bad('a request', pos)
         end
@@ -285,7 +309,7 @@ for pass = refunding and 1 or 2, 2 do
             now = clock - age
         end
 
-        if n == 1 and not refunding then
+        if n == 1 and ask == 0 and not refunding then
             -- one rule (the usual request): decided and counted at once
             local alg = v[1]
             local ok, left, reset, retry, wait, ttl, a, b, c
@@ -404,6 +428,15 @@ for pass = refunding and 1 or 2, 2 do
                             fixes[#fixes + 1] = { #parts + 1, key, v, left,
                                                   reset, retry }
                         end
+                        if ask > 0 then
+                            -- a lease: the most every rule admits after
+                            -- the request (below)
+                            if left - cost < ask then
+                                ask = left - cost
+                            end
+                            lease = lease or {}
+                            lease[#lease + 1] = { key, v, cost }
+                        end
                         if cost > 0 then
                             pending[m + 1], pending[m + 2], pending[m + 3] =
                                 key, alg, ttl
@@ -440,6 +473,38 @@ for pass = refunding and 1 or 2, 2 do
                     v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
                 end
                 admitted = false
+            end
+            if lease then
+                if admitted and ask >= 1 then
+                    -- granted g: each rule checked again at cost + g on
+                    -- the state before the request, and that state
+                    -- written in place of the request's own; a check
+                    -- that does not admit it (the figures are whole:
+                    -- none should) grants nothing
+                    local g = ask - ask % 1
+                    local w = {}
+                    for i = 1, #lease do
+                        local r = lease[i]
+                        local alg = r[2][1]
+                        local ok, _, _, _, _, ttl, a, b, c =
+                            alg.check(r[1], now, r[2][2], r[2][3], r[2][4],
+                                      r[3] + g, r[2][5])
+                        if not ok then
+                            w = nil
+                            break
+                        end
+                        local j = 6 * (i - 1)
+                        w[j + 1], w[j + 2], w[j + 3] = r[1], alg, ttl
+                        w[j + 4], w[j + 5], w[j + 6] = a, b, c
+                    end
+                    if w then
+                        pending, m = w, 6 * #lease
+                        trailer = trailer or {}
+                        trailer[#trailer + 1] = struct.pack('<dd', -#parts,
+                                                            g)
+                    end
+                end
+                lease = nil
             end
             for j = 0, admitted and m - 1 or -1, 6 do
                 key = pending[j + 1]

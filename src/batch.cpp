@@ -7,6 +7,7 @@
 
 #include "core/reply.hpp"
 #include "core/script.hpp"
+#include "redis_link.hpp"
 
 namespace rl {
 
@@ -184,7 +185,7 @@ bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
  * head (each request's rule count and age, each rule's key, spec and
  * cost), the specs */
 size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
-                           ngx_log_t *log) {
+                           ngx_log_t *log, bool refund) {
     size_t requests = 0;
     size_t rules = 0;
     for (Call *c = first; c != nullptr; c = c->next) {
@@ -203,8 +204,9 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
     size_t headLen = requestBytes(0) * requests +
                      (requestBytes(1) - requestBytes(0)) * rules;
+    size_t argc = 4 + nkeys_ + nspecs_ + (refund ? 1 : 0);
     size_t size = 1 + NGX_INT64_LEN + 2 + 7 + scriptLen + NGX_INT64_LEN +
-                  headLen + (4 + nkeys_ + nspecs_) * kBulkOverhead;
+                  headLen + argc * kBulkOverhead + 6;
     for (size_t k = 0; k < nkeys_; k++) {
         size += keys_[k]->len;
     }
@@ -222,7 +224,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
 
     u_char *p = buf_;
     *p++ = '*';
-    p = decimal(p, 4 + nkeys_ + nspecs_);
+    p = decimal(p, argc);
     *p++ = '\r';
     *p++ = '\n';
     p = eval ? bulk(p, "EVAL", 4) : bulk(p, "EVALSHA", 7);
@@ -241,10 +243,11 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
             continue;
         }
         /* t = -A: the request waited A us (0: Redis' TIME itself); its
-         * time is then the reply's clock less A */
+         * time is then the reply's clock less A; a refund's, its own */
         int64_t waited = nowUs - g->sent_us;
         g->age_us = waited > 0 ? waited : 0;
-        p = requestHead(p, g->nrules, -g->age_us);
+        p = requestHead(p, g->nrules, refund ? g->now_us : -g->age_us,
+                        refund ? 0 : g->lease_ask);
         for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
             p = ruleRecord(p, ruleKey_[i], ruleSpec_[i], g->costs[k]);
         }
@@ -254,7 +257,51 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     for (size_t s = 0; s < nspecs_; s++) {
         p = bulk(p, specs_[s]->data, specs_[s]->len);
     }
+    if (refund) {
+        p = bulk(p, "refund", 6);
+    }
     return static_cast<size_t>(p - buf_);
+}
+
+Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
+                 int64_t thenUs, const uint64_t *costs) {
+    /* hiredis copies the arguments: they live on the stack */
+    constexpr size_t kMaxArgs = 5 + 2 * kMaxRulesPerCall;
+    const char *argv[kMaxArgs];
+    size_t argvlen[kMaxArgs];
+    u_char count[NGX_INT64_LEN];
+    u_char head[requestBytes(kMaxRulesPerCall)];
+    ngx_uint_t n = g->nrules;
+    if (n > kMaxRulesPerCall) {
+        return nullptr;
+    }
+    ngx_uint_t argc = 5 + 2 * n;
+    if (eval) {
+        argv[0] = "EVAL";
+        argvlen[0] = 4;
+        argv[1] = rl_script_text(&argvlen[1]);
+    } else {
+        argv[0] = "EVALSHA";
+        argvlen[0] = 7;
+        argv[1] = rl_script_sha();
+        argvlen[1] = RL_SHA_LEN;
+    }
+    argv[2] = reinterpret_cast<char *>(count);
+    argvlen[2] = static_cast<size_t>(decimal(count, n) - count);
+    /* keys and specs in rule order, each rule its own record */
+    u_char *p = requestHead(head, n, thenUs);
+    for (ngx_uint_t k = 0; k < n; k++) {
+        argv[3 + k] = reinterpret_cast<char *>(g->keys[k].data);
+        argvlen[3 + k] = g->keys[k].len;
+        argv[4 + n + k] = reinterpret_cast<char *>(g->specs[k]->data);
+        argvlen[4 + n + k] = g->specs[k]->len;
+        p = ruleRecord(p, k + 1, k + 1, costs[k]);
+    }
+    argv[3 + n] = reinterpret_cast<char *>(head);
+    argvlen[3 + n] = static_cast<size_t>(p - head);
+    argv[argc - 1] = "refund";
+    argvlen[argc - 1] = 6;
+    return link->refund(g, static_cast<int>(argc), argv, argvlen, asking);
 }
 
 const redisReply *replyPart(const redisReply *reply, size_t *at,

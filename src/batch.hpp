@@ -29,11 +29,13 @@ struct Call {
     bool                  asking;    /* after ASKING (an ASK redirection) */
 };
 
-/* Calls sent as one script call, in order. */
+/* Calls sent as one script call, in order: decisions, or refunds (a
+ * lease's returns, each call a record at its own time). */
 struct Batch {
     Link   *link;
     Call   *first;
     Batch  *next;                    /* free list */
+    bool    refund;
 };
 
 /* At most this many requests, and about this many keys, per call (the
@@ -68,9 +70,12 @@ public:
     /* Builds the call for the calls from `first` whose request is still
      * there (the others' `rules` become 0: they have no part in the
      * reply), with EVAL (the script's text) or EVALSHA; `nowUs` is the
-     * monotonic time it leaves at. Returns its length, or 0 when out of
-     * memory or when no request is left. */
-    size_t build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log);
+     * monotonic time it leaves at. A refund's records are at their
+     * groups' now_us (the time the refund gives back at) and the call
+     * ends with "refund". Returns its length, or 0 when out of memory or
+     * when no request is left. */
+    size_t build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log,
+                 bool refund = false);
 
     const char *data() const { return reinterpret_cast<char *>(buf_); }
 
@@ -94,6 +99,14 @@ private:
     static constexpr size_t kSlots = 2048;
     uint16_t slots_[kSlots];
 };
+
+/* A refund: give back costs[k] in each rule k of the group, counted at
+ * thenUs (src/core/script.hpp: EVALSHA sha n keys head specs refund;
+ * EVAL with the script's text when `eval`, Redis having lost it), on
+ * its own (after ASKING when `asking`). The group hears of it through
+ * ngx_http_rl_refund_done(). NULL when it could not be sent. */
+Call *sendRefund(Link *link, ngx_http_rl_group_t *group, bool asking,
+                 bool eval, int64_t thenUs, const uint64_t *costs);
 
 /* The part of a batch's reply for a call of `rules` rules starting at
  * byte *at (advanced past it; the first part starts at kClockBytes): a

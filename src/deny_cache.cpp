@@ -10,7 +10,9 @@
  * rules of constant cost are cached: a cheaper request might pass sooner,
  * a dry run never rejects. Capacity never frees before that time but by a
  * refund, so a cached rejection never admits less than Redis would, but
- * briefly after a refund.
+ * briefly after a refund. In a zone with lease=, another instance gives
+ * back what its lease did not spend within lease= of the grant: there a
+ * rejection is kept that long at most (its Retry-After stays Redis').
  */
 
 #include "ngx.hpp"
@@ -35,7 +37,8 @@ struct Shared {
 
 struct Entry {
     rl::LruNode         lru;
-    int64_t             until;      /* CLOCK_MONOTONIC, us */
+    int64_t             until;      /* CLOCK_MONOTONIC, us: kept until */
+    int64_t             retryAt;    /* the rule frees capacity */
     int64_t             remaining;
     int64_t             limit;      /* a key value's override, or 0 */
 };
@@ -140,7 +143,7 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
     ngx_shmtx_lock(&pool->mutex);
     auto *e = reinterpret_cast<Entry *>(sh->index.find(key, hash, false));
     if (e != nullptr && e->until > now) {
-        int64_t us = e->until - now;
+        int64_t us = e->retryAt > now ? e->retryAt - now : 1;
         int64_t ms = rl::msCeil(us);
         *out = {e->remaining, ms, ms, 0, us, e->limit};
         found = 1;
@@ -161,7 +164,12 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
      * a reply that waited (Redis' queue, a busy worker) must not make
      * the cache reject longer than Redis would. In microseconds: a retry
      * of 10 us at a high rate is not 1 ms. */
-    int64_t until = decidedUs + o->retry_us;
+    int64_t retryAt = decidedUs + o->retry_us;
+    int64_t until = retryAt;
+    if (rule->zone->lease > 0) {
+        int64_t lease = static_cast<int64_t>(rule->zone->lease) * 1000;
+        until = o->retry_us < lease ? retryAt : decidedUs + lease;
+    }
     if (o->retry_us <= 0 || until <= now) {
         return;
     }
@@ -194,6 +202,7 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
         sh->index.add(&e->lru, key, rl::keyAfter(e, sizeof(Entry)), hash);
     }
     e->until = until;
+    e->retryAt = retryAt;
     e->remaining = o->remaining;
     e->limit = o->limit;
     if (until > sh->latest) {

@@ -183,6 +183,38 @@ u_char *perZone(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n,
     return p;
 }
 
+/* rl_lease_units_total, for the zones with lease= */
+u_char *leaseUnits(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n) {
+    static const struct {
+        const char *use;
+        size_t field;
+    } uses[] = {
+        {"granted", offsetof(ngx_http_rl_zone_stats_t, lease_granted)},
+        {"spent", offsetof(ngx_http_rl_zone_stats_t, lease_spent)},
+        {"returned", offsetof(ngx_http_rl_zone_stats_t, lease_returned)},
+    };
+    bool any = false;
+    for (ngx_uint_t i = 0; i < n; i++) {
+        if (zones[i]->lease == 0 || entryOf(zones[i]->stats)->kind == kFree) {
+            continue;
+        }
+        if (!any) {
+            any = true;
+            p = header(p, "rl_lease_units_total", "counter",
+                       "Units of leases: granted by Redis, spent by "
+                       "requests, returned unspent.");
+        }
+        for (const auto &u : uses) {
+            auto *v = reinterpret_cast<ngx_atomic_t *>(
+                reinterpret_cast<u_char *>(zones[i]->stats) + u.field);
+            p = ngx_cpymem(p, "rl_lease_units_total", 20);
+            p = zoneLabel(p, zones[i]);
+            p = ngx_sprintf(p, "\",use=\"%s\"} %uA\n", u.use, *v);
+        }
+    }
+    return p;
+}
+
 }  // namespace
 
 extern "C" {
@@ -273,7 +305,7 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
      * name, a value and punctuation */
     size_t line = 4 * kLabel + 128;
     size_t size = 2048 + line * (NGX_HTTP_RL_OUTCOMES * rmcf->rules.nelts +
-                                 (NGX_HTTP_RL_LATENCY_BUCKETS + 8) * nz);
+                                 (NGX_HTTP_RL_LATENCY_BUCKETS + 11) * nz);
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
     if (b == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -299,6 +331,7 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
                     "Requests decided in this instance's memory "
                     "(failure=local) while Redis could not answer.",
                     offsetof(ngx_http_rl_zone_stats_t, local));
+        p = leaseUnits(p, zones, nz);
     }
     b->last = p;
     b->last_buf = (r == r->main) ? 1 : 0;

@@ -64,6 +64,9 @@ typedef struct {
     ngx_atomic_t                up;
     ngx_atomic_t                deny_cache_hits;
     ngx_atomic_t                local;      /* decided by failure=local */
+    ngx_atomic_t                lease_granted;  /* rl_lease_units_total */
+    ngx_atomic_t                lease_spent;
+    ngx_atomic_t                lease_returned;
 } ngx_http_rl_zone_stats_t;
 
 typedef struct {
@@ -108,6 +111,8 @@ typedef struct {
     ngx_msec_t                  connect_timeout;
     ngx_http_rl_tls_t           tls;
     ngx_uint_t                  failure;
+    ngx_msec_t                  lease;      /* 0: none (src/lease.cpp) */
+    uint32_t                    lease_crc;  /* the zone, across reloads */
     ngx_uint_t                  index;
     ngx_uint_t                  declared;   /* 0: only referenced so far */
     ngx_http_rl_zone_stats_t   *stats;      /* in the metrics zone */
@@ -152,6 +157,8 @@ typedef struct {
     ngx_http_rl_store_t       **stores;     /* per worker, by zone index */
     ngx_shm_zone_t             *metrics;
     ngx_shm_zone_t             *deny;       /* the deny cache */
+    ngx_shm_zone_t             *leases;     /* the lease table, if any */
+    void                       *lease_worker; /* per worker (lease.cpp) */
 } ngx_http_rl_main_conf_t;
 
 
@@ -180,6 +187,10 @@ typedef struct {
     int64_t                     now_us;     /* when the script decided */
     int64_t                     age_us;     /* waited before its call */
     int64_t                     sent_us;    /* for the latency histogram */
+    uint64_t                    lease_ask;  /* units its record asks for a
+                                               lease (a lease's own call) */
+    uint64_t                    lease_want; /* units to ask once it left */
+    int64_t                     lease_grant; /* spent from this grant */
     unsigned                    done:1;
     unsigned                    error:1;
     unsigned                    allowed:1;
@@ -187,6 +198,7 @@ typedef struct {
     unsigned                    refund_retried:1;
     unsigned                    skipped:1;  /* another group rejected */
     unsigned                    local:1;    /* decided by failure=local */
+    unsigned                    leased:1;   /* spent from a lease */
     unsigned                    redirects:2; /* MOVED or ASK followed */
 } ngx_http_rl_group_t;
 
@@ -334,17 +346,31 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
     const rl_outcome_t *o, int64_t decided_us) RL_NOEXCEPT;
 
+/* lease.cpp, lease_calls.cpp: leases (SPEC section 6) */
+ngx_int_t ngx_http_rl_lease_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+    RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_leases_init(ngx_cycle_t *cycle,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+/* gives back what this worker's generation holds, before the links go */
+void ngx_http_rl_leases_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+/* frees the calls the links let go of, after they went */
+void ngx_http_rl_leases_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+/* redis_link.cpp: writes what the links have queued, now (worker exit) */
+void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     ngx_http_rl_loc_conf_t *lcf) RL_NOEXCEPT;
 /* limits: per rule of the group, a key value's override of its N (0:
- * none), or NULL for none */
+ * none), or NULL for none; grant: the units its lease was granted (a
+ * lease's own call) */
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
-    int64_t clock_us, const int64_t *limits) RL_NOEXCEPT;
-#define NGX_HTTP_RL_RETRY_NONE      0
+    int64_t clock_us, const int64_t *limits, int64_t grant) RL_NOEXCEPT;
+#define NGX_HTTP_RL_RETRY_NONE      0   /* done: Redis took it */
 #define NGX_HTTP_RL_RETRY_EVAL      1   /* Redis lost the script */
 #define NGX_HTTP_RL_RETRY_MOVED     2   /* the slot moved: the map knows */
 #define NGX_HTTP_RL_RETRY_ASK       3   /* the slot moves: to group->ask */
+#define NGX_HTTP_RL_REFUND_FAILED   4   /* done: no reply, or an error */
 void ngx_http_rl_refund_done(ngx_http_rl_group_t *group, int retry)
     RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;

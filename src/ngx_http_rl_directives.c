@@ -67,6 +67,8 @@ static char *ngx_http_rl_zone_file(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
 static char *ngx_http_rl_zone_tls(ngx_conf_t *cf, ngx_http_rl_zone_t *z);
 static ngx_int_t ngx_http_rl_tls_server_name(ngx_conf_t *cf,
     ngx_http_rl_zone_t *z);
+static char *ngx_http_rl_zone_lease(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field);
 static char *ngx_http_rl_zone_redis(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value);
 static char *ngx_http_rl_zone_cluster(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
@@ -138,6 +140,8 @@ static ngx_http_rl_zone_param_t  ngx_http_rl_zone_params[] = {
 
     { ngx_string("tls_key="), ngx_http_rl_zone_file,
       offsetof(ngx_http_rl_zone_t, tls.key) },
+    { ngx_string("lease="), ngx_http_rl_zone_lease,
+      offsetof(ngx_http_rl_zone_t, lease) },
 
     { ngx_null_string, NULL, 0 }
 };
@@ -194,6 +198,14 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     if (z->addr.len == 0) {
+        if (z->lease) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"lease\" needs \"redis\" or \"cluster\": "
+                               "a zone without them decides in this "
+                               "instance already");
+            return NGX_CONF_ERROR;
+        }
+
         if (z->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "\"failure=local\" needs \"redis\": "
@@ -229,6 +241,17 @@ ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     if (z->prefix.data == NULL) {
         ngx_str_set(&z->prefix, "rl:");
     }
+
+    /* a lease is the zone's across reloads while it names the same keys
+     * on the same server */
+    ngx_crc32_init(z->lease_crc);
+    ngx_crc32_update(&z->lease_crc, z->name.data, z->name.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) "", 1);
+    ngx_crc32_update(&z->lease_crc, z->prefix.data, z->prefix.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) "", 1);
+    ngx_crc32_update(&z->lease_crc, z->addr.data, z->addr.len);
+    ngx_crc32_update(&z->lease_crc, (u_char *) &z->db, sizeof(z->db));
+    ngx_crc32_final(z->lease_crc);
 
     if (z->nseeds == 0) {
         return NGX_CONF_OK;
@@ -460,6 +483,29 @@ ngx_http_rl_zone_on_off(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
         return NGX_CONF_ERROR;
     }
 
+    return NGX_CONF_OK;
+}
+
+
+/* lease=TIME: from 1ms to 10s (SPEC section 6) */
+
+#define NGX_HTTP_RL_MAX_LEASE  10000
+
+static char *
+ngx_http_rl_zone_lease(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
+    ngx_str_t *value, ngx_str_t *arg, void *field)
+{
+    ngx_int_t  n;
+
+    n = ngx_parse_time(arg, 0);
+
+    if (n == NGX_ERROR || n == 0 || n > NGX_HTTP_RL_MAX_LEASE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid lease \"%V\": from 1ms to 10s", arg);
+        return NGX_CONF_ERROR;
+    }
+
+    *(ngx_msec_t *) field = (ngx_msec_t) n;
     return NGX_CONF_OK;
 }
 

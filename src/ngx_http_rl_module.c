@@ -18,6 +18,9 @@
 /* about 8,000 rejected keys per MB (an entry and its name take a 128-byte
  * slab slot): 16 MB hold 130,000; pages are only used as entries come */
 #define NGX_HTTP_RL_DENY_SIZE                (16 * 1024 * 1024)
+/* the lease table: an entry per group of a lease= zone seen lately
+ * (about 192 bytes), and a lease per hot one (about 512) */
+#define NGX_HTTP_RL_LEASE_SIZE               (16 * 1024 * 1024)
 
 
 
@@ -428,10 +431,12 @@ ngx_http_rl_add_variables(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_rl_init(ngx_conf_t *cf)
 {
-    ngx_str_t                   name = ngx_string("rl_metrics");
-    /* named with its layout's version (src/deny_cache.cpp Shared): a
-     * reload onto a build of another layout makes a new zone */
-    ngx_str_t                   deny = ngx_string("rl_deny_cache_2");
+    ngx_str_t                   name = ngx_string("rl_metrics_2");
+    /* named with their layout's version (src/deny_cache.cpp Shared,
+     * src/metrics.cpp Entry, src/lease.hpp): a reload onto a build of
+     * another layout makes a new zone */
+    ngx_str_t                   deny = ngx_string("rl_deny_cache_3");
+    ngx_str_t                   leases = ngx_string("rl_leases_1");
     ngx_uint_t                  i;
     ngx_http_rl_zone_t        **zones;
     ngx_http_handler_pt        *h;
@@ -452,6 +457,21 @@ ngx_http_rl_init(ngx_conf_t *cf)
 
             rmcf->deny->init = ngx_http_rl_deny_init_zone;
             rmcf->deny->data = rmcf;
+            break;
+        }
+    }
+
+    for (i = 0; i < rmcf->zones.nelts; i++) {
+        if (zones[i]->lease) {
+            rmcf->leases = ngx_shared_memory_add(cf, &leases,
+                                                 NGX_HTTP_RL_LEASE_SIZE,
+                                                 &ngx_http_rl_module);
+            if (rmcf->leases == NULL) {
+                return NGX_ERROR;
+            }
+
+            rmcf->leases->init = ngx_http_rl_lease_init_zone;
+            rmcf->leases->data = rmcf;
             break;
         }
     }
@@ -500,7 +520,11 @@ ngx_http_rl_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    return ngx_http_rl_stores_init(cycle, rmcf);
+    if (ngx_http_rl_stores_init(cycle, rmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_rl_leases_init(cycle, rmcf);
 }
 
 
@@ -512,6 +536,9 @@ ngx_http_rl_exit_process(ngx_cycle_t *cycle)
     rmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_rl_module);
 
     if (rmcf != NULL) {
+        /* what leases hold goes back while the links are there */
+        ngx_http_rl_leases_exit(rmcf);
         ngx_http_rl_stores_free(rmcf);
+        ngx_http_rl_leases_free(rmcf);
     }
 }

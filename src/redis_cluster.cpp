@@ -290,6 +290,12 @@ bool Cluster::redirect(ngx_http_rl_group_t *group, const Redirect &to,
     return call != nullptr;
 }
 
+void Cluster::writeNow() {
+    for (ngx_uint_t i = 0; i < nnodes_; i++) {
+        nodes_[i]->link->writeNow();
+    }
+}
+
 void Cluster::moved(const Redirect &to, Link *from) {
     Node *n = node(to, from);
     if (n != nullptr) {

@@ -20,6 +20,7 @@ public:
     /* connects the seeds; false when out of memory */
     bool start();
     Link *route(ngx_uint_t slot) override;
+    void writeNow() override;
 
     /* from its links */
     void nodeReady(Link *link);

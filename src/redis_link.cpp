@@ -43,6 +43,7 @@ void onNamed(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onScriptLoaded(redisAsyncContext *ac, void *reply,
                     void *data) noexcept;
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onRefunds(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onRefunded(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onProbe(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onSlots(redisAsyncContext *ac, void *reply, void *data) noexcept;
@@ -82,6 +83,11 @@ void onScriptLoaded(redisAsyncContext *ac, void *reply, void *) noexcept {
 void onReply(redisAsyncContext *, void *reply, void *data) noexcept {
     Batch *batch = static_cast<Batch *>(data);
     batch->link->replied(batch, static_cast<redisReply *>(reply));
+}
+
+void onRefunds(redisAsyncContext *, void *reply, void *data) noexcept {
+    Batch *batch = static_cast<Batch *>(data);
+    batch->link->refundsReplied(batch, static_cast<redisReply *>(reply));
 }
 
 void onRefunded(redisAsyncContext *, void *reply, void *data) noexcept {
@@ -135,11 +141,13 @@ Link::~Link() {
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);
     }
-    while (!queue_.empty()) {  /* the worker exits: nobody waits */
-        for (Call *c = queue_.take(); c != nullptr;) {
-            Call *next = c->next;
-            release(c);
-            c = next;
+    for (CallQueue *q : {&queue_, &refunds_}) {
+        while (!q->empty()) {  /* the worker exits: nobody waits */
+            for (Call *c = q->take(); c != nullptr;) {
+                Call *next = c->next;
+                release(c);
+                c = next;
+            }
         }
     }
     drop();
@@ -524,12 +532,12 @@ void Link::refunded(Call *call, const redisReply *reply) {
          * target is the group's to ask) */
         if (group != nullptr) {
             group->call = nullptr;
-            int retry = NGX_HTTP_RL_RETRY_NONE;
+            int retry;
             if (to.ask) {
                 group->ask = reinterpret_cast<ngx_http_rl_link_t *>(
                     cluster_->asked(to, this));
                 retry = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
-                                              : NGX_HTTP_RL_RETRY_NONE;
+                                              : NGX_HTTP_RL_REFUND_FAILED;
             } else {
                 cluster_->moved(to, this);
                 retry = NGX_HTTP_RL_RETRY_MOVED;
@@ -538,9 +546,8 @@ void Link::refunded(Call *call, const redisReply *reply) {
         }
         return;
     }
-    if (reply != nullptr && reply->type == REDIS_REPLY_ERROR && !noScript &&
-        !replyErrors_)
-    {
+    bool failed = reply == nullptr || reply->type == REDIS_REPLY_ERROR;
+    if (failed && reply != nullptr && !noScript && !replyErrors_) {
         replyErrors_ = true;
         ngx_log_error(NGX_LOG_ERR, log_, 0,
                       "%V: redis %V replied to a refund: %s",
@@ -549,6 +556,7 @@ void Link::refunded(Call *call, const redisReply *reply) {
     if (group != nullptr) {
         group->call = nullptr;
         ngx_http_rl_refund_done(group, noScript ? NGX_HTTP_RL_RETRY_EVAL
+                                       : failed ? NGX_HTTP_RL_REFUND_FAILED
                                                 : NGX_HTTP_RL_RETRY_NONE);
     }
 }
@@ -561,9 +569,26 @@ void Link::enqueue(Call *call) {
     }
 }
 
+Call *Link::queueRefund(ngx_http_rl_group_t *group) {
+    if (!usable()) {
+        return nullptr;
+    }
+    Call *call = take(group);
+    if (call != nullptr) {
+        refunds_.push(call);
+        if (!flush_.posted) {
+            ngx_post_event(&flush_, &ngx_posted_events);
+        }
+    }
+    return call;
+}
+
 /* The queued calls leave, as few script calls as the limits allow (in
- * a cluster, a call per slot). */
+ * a cluster, a call per slot): decisions, then refunds. */
 void Link::flush() {
+    if (flush_.posted) {
+        ngx_delete_posted_event(&flush_);   /* (worker exit: writeNow) */
+    }
     while (!queue_.empty()) {
         if (cluster_ == nullptr) {
             sendBatch(queue_.take(), false);
@@ -572,10 +597,14 @@ void Link::flush() {
             sendBatch(first, first->asking);
         }
     }
+    while (!refunds_.empty()) {
+        sendBatch(cluster_ == nullptr ? refunds_.take() : refunds_.takeSlot(),
+                  false, true);
+    }
     evalNext_ = false;
 }
 
-void Link::sendBatch(Call *first, bool asking) {
+void Link::sendBatch(Call *first, bool asking, bool refund) {
     Batch *batch = freeBatches_;
     if (batch != nullptr) {
         freeBatches_ = batch->next;
@@ -584,22 +613,30 @@ void Link::sendBatch(Call *first, bool asking) {
     }
     size_t len = 0;
     if (batch != nullptr && ac_ != nullptr) {
-        len = command_.build(first, evalNext_, monotonicUs(), log_);
+        len = command_.build(first, evalNext_, monotonicUs(), log_, refund);
     }
     if (len > 0) {
         batch->link = this;
         batch->first = first;
+        batch->refund = refund;
         /* ASKING holds for the next command only: the batch */
         if ((!asking || redisAsyncCommand(ac_, nullptr, nullptr, "ASKING")
                             == REDIS_OK) &&
-            redisAsyncFormattedCommand(ac_, onReply, batch, command_.data(),
-                                       len) == REDIS_OK)
+            redisAsyncFormattedCommand(ac_, refund ? onRefunds : onReply,
+                                       batch, command_.data(), len)
+                == REDIS_OK)
         {
             return;
         }
     }
     /* no connection any more, or no memory: the policy, now */
     if (batch != nullptr) {
+        batch->first = first;
+        batch->refund = refund;
+        if (refund) {
+            refundsReplied(batch, nullptr);
+            return;
+        }
         recycle(batch);
     }
     for (Call *c = first; c != nullptr;) {
@@ -609,14 +646,62 @@ void Link::sendBatch(Call *first, bool asking) {
     }
 }
 
+/* A batch of refunds was answered: 1, or an error for all of them (a
+ * lost script, a slot that moved: each goes again on its own). */
+void Link::refundsReplied(Batch *batch, const redisReply *reply) {
+    if (reply == nullptr) {
+        lost_ = true;
+    } else if (ready_) {
+        stalled_ = false;
+        stopTimer(&deadline_);
+    }
+    bool failed = reply == nullptr || reply->type == REDIS_REPLY_ERROR;
+    int retry = isNoScript(reply) ? NGX_HTTP_RL_RETRY_EVAL
+                : failed          ? NGX_HTTP_RL_REFUND_FAILED
+                                  : NGX_HTTP_RL_RETRY_NONE;
+    Redirect to;
+    bool redirect = cluster_ != nullptr && reply != nullptr &&
+                    reply->type == REDIS_REPLY_ERROR &&
+                    parseRedirect({reply->str, reply->len}, &to);
+    if (redirect && !to.ask) {
+        cluster_->moved(to, this);
+        retry = NGX_HTTP_RL_RETRY_MOVED;
+    } else if (failed && !redirect && reply != nullptr &&
+               retry != NGX_HTTP_RL_RETRY_EVAL && !replyErrors_) {
+        replyErrors_ = true;
+        ngx_log_error(NGX_LOG_ERR, log_, 0,
+                      "%V: redis %V replied to refunds: %s",
+                      &label_, &server_.addr, reply->str);
+    }
+    Call *c = batch->first;
+    recycle(batch);
+    while (c != nullptr) {
+        Call *next = c->next;
+        ngx_http_rl_group_t *group = c->group;
+        release(c);
+        if (group != nullptr) {
+            group->call = nullptr;
+            int r = retry;
+            if (redirect && to.ask) {
+                group->ask = reinterpret_cast<ngx_http_rl_link_t *>(
+                    cluster_->asked(to, this));
+                r = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
+                                          : NGX_HTTP_RL_REFUND_FAILED;
+            }
+            ngx_http_rl_refund_done(group, r);
+        }
+        c = next;
+    }
+}
+
 /* Hands a call its reply (NULL: none) and frees it. */
 void Link::answer(Call *call, const redisReply *reply, int64_t clockUs,
-                  const int64_t *limits) {
+                  const int64_t *limits, int64_t grant) {
     ngx_http_rl_group_t *group = call->group;
     release(call);
     if (group != nullptr) {
         group->call = nullptr;
-        ngx_http_rl_group_done(group, reply, clockUs, limits);
+        ngx_http_rl_group_done(group, reply, clockUs, limits, grant);
     }
 }
 
@@ -709,7 +794,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
 
     size_t at = kClockBytes;
     redisReply slice;
-    /* the overrides' records (lua/rl.lua), rarely any */
+    /* the overrides' and the leases' records (lua/rl.lua), rarely any */
     const char *trailer = nullptr;
     size_t trailerLen = 0, record = 0, rule = 0;
     int64_t limits[kMaxRulesPerCall];
@@ -731,12 +816,13 @@ void Link::replied(Batch *batch, redisReply *reply) {
             evalNext_ = true;
             enqueue(c);
         } else {
+            int64_t grant = 0;
             bool any = trailer != nullptr && c->rules <= kMaxRulesPerCall &&
-                       trailerLimits(trailer, trailerLen, &record, rule,
-                                     c->rules, limits);
+                       trailerFor(trailer, trailerLen, &record, rule,
+                                  c->rules, limits, &grant);
             rule += c->rules;
             answer(c, replyPart(reply, &at, c->rules, &slice), clock,
-                   any ? limits : nullptr);
+                   any ? limits : nullptr, grant);
         }
         c = next;
     }
@@ -765,7 +851,7 @@ bool Link::redirected(Batch *batch, const redisReply *reply) {
         if (group != nullptr) {
             group->call = nullptr;
             if (!cluster_->redirect(group, to, this)) {
-                ngx_http_rl_group_done(group, nullptr, -1, nullptr);
+                ngx_http_rl_group_done(group, nullptr, -1, nullptr, 0);
             }
         }
         c = next;
@@ -1032,6 +1118,22 @@ void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
         rmcf->stores[i] = nullptr;
     }
     rmcf->stores = nullptr;
+}
+
+void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) noexcept {
+    if (rmcf->stores == nullptr) {
+        return;
+    }
+    for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
+        Store *store = reinterpret_cast<Store *>(rmcf->stores[i]);
+        bool seen = store == nullptr;
+        for (ngx_uint_t j = 0; j < i && !seen; j++) {
+            seen = rmcf->stores[j] == rmcf->stores[i];  /* shared */
+        }
+        if (!seen) {
+            store->writeNow();
+        }
+    }
 }
 
 ngx_http_rl_link_t *ngx_http_rl_store_route(ngx_http_rl_store_t *store,

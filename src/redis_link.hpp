@@ -36,6 +36,9 @@ public:
     /* the link of the server that serves the slot, NULL if none is
      * known (a single server serves every slot) */
     virtual Link *route(ngx_uint_t slot) = 0;
+    /* writes what its connections have queued, now (worker exit: no
+     * turn of the event loop is left to do it) */
+    virtual void writeNow() = 0;
 };
 
 class Link : public Store {
@@ -49,6 +52,12 @@ public:
     ~Link() override;
 
     Link *route(ngx_uint_t) override { return this; }
+    void writeNow() override {
+        flush();
+        if (ac_ != nullptr) {
+            redisAsyncHandleWrite(ac_);
+        }
+    }
 
     /* Requests may queue behind a first handshake (hiredis buffers
      * them, SCRIPT LOAD goes first), not behind one made while an
@@ -74,6 +83,9 @@ public:
     Call *send(ngx_http_rl_group_t *group, bool asking = false);
     Call *refund(ngx_http_rl_group_t *group, int argc, const char **argv,
                  const size_t *len, bool asking = false);
+    /* A refund at group->now_us of group->costs, leaving with the other
+     * refunds of this turn as one call (a lease's returns). */
+    Call *queueRefund(ngx_http_rl_group_t *group);
     /* CLUSTER SLOTS, answered to the cluster */
     bool askSlots();
     void timedOut();
@@ -85,6 +97,7 @@ public:
     void named(redisAsyncContext *ac, redisReply *reply);
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
     void replied(Batch *batch, redisReply *reply);
+    void refundsReplied(Batch *batch, const redisReply *reply);
     void refunded(Call *call, const redisReply *reply);
     void probed(const redisAsyncContext *ac, const redisReply *reply);
     void slotsReplied(const redisAsyncContext *ac, const redisReply *reply);
@@ -131,10 +144,10 @@ private:
     bool command(redisCallbackFn *fn, int argc, const char **argv,
                  const size_t *len);
     void answer(Call *call, const redisReply *reply, int64_t clockUs = -1,
-                const int64_t *limits = nullptr);
+                const int64_t *limits = nullptr, int64_t grant = 0);
     void enqueue(Call *call);
     Call *take(ngx_http_rl_group_t *group);
-    void sendBatch(Call *first, bool asking);
+    void sendBatch(Call *first, bool asking, bool refund = false);
     void recycle(Batch *batch) {
         batch->next = freeBatches_;
         freeBatches_ = batch;
@@ -157,6 +170,7 @@ private:
     ngx_event_t probeTimer_;    /* the next PING while Redis is slow */
     ngx_msec_t backoff_;
     CallQueue queue_;
+    CallQueue refunds_;         /* a lease's returns, queued */
     BatchCommand command_;
     Call *free_ = nullptr;
     Batch *freeBatches_ = nullptr;

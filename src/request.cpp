@@ -1,18 +1,29 @@
 /*
- * request.cpp: deciding one request. Its rules are grouped by zone, each
- * group is one script call; the request is parked (NGX_AGAIN) until every
- * group has answered or its zone's timeout passed, then its phases run
- * again and the handler returns the decision. Everything lives in the
- * request's pool; a pool cleanup detaches calls still in flight.
+ * request.cpp: deciding one request. Its rules are grouped by zone (in a
+ * cluster, by slot), and a decision takes this order:
+ *   1. what this instance answers alone: the deny cache (denied()), the
+ *      embedded zones, failure=local zones whose Redis is known down,
+ *      then leases (decideHere());
+ *   2. Redis: each group left is one script call (askRedis()); the
+ *      request is parked (NGX_AGAIN) until every group has answered or
+ *      its zone's timeout passed (wake(), expire());
+ *   3. settling: the groups' answers make the decision, what a rejected
+ *      request counted is given back (finish()), the request waits for
+ *      those refunds and for a delay= (settle()), then its phases run
+ *      again and the handler returns the decision.
+ * Everything lives in the request's pool; a pool cleanup detaches calls
+ * still in flight.
  */
 
 #include "ngx.hpp"
 
 #include <type_traits>
 
+#include "batch.hpp"
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/script.hpp"
+#include "lease.hpp"
 
 static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
               "the request context lives in r->pool");
@@ -246,52 +257,25 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
         ngx_http_rl_shm_refund(g);
         return;
     }
+    if (g->leased) {
+        rl::leaseUnspend(g);
+        return;
+    }
     ngx_http_request_t *r = ctx->r;
     bool asking = retry == NGX_HTTP_RL_RETRY_ASK;
     ngx_http_rl_link_t *link = asking ? g->ask : linkFor(r, g);
-    /* EVALSHA sha n keys head specs refund (src/core/script.hpp), keys
-     * and specs in rule order, at the decision's time; EVAL and the
-     * script's text once Redis said it lost the script */
-    ngx_uint_t n = g->nrules;
-    ngx_uint_t argc = 5 + 2 * n;
-    auto **argv = static_cast<const char **>(
-        ngx_palloc(r->pool, argc * sizeof(char *)));
-    auto *argvlen = static_cast<size_t *>(
-        ngx_palloc(r->pool, argc * sizeof(size_t)));
-    auto *count = static_cast<u_char *>(ngx_pnalloc(r->pool, NGX_INT_T_LEN));
-    auto *head = static_cast<u_char *>(
-        ngx_pnalloc(r->pool, rl::requestBytes(n)));
-    if (link == nullptr || argv == nullptr || argvlen == nullptr ||
-        count == nullptr || head == nullptr) {
+    if (link == nullptr) {
         return;
     }
-    if (retry == NGX_HTTP_RL_RETRY_EVAL) {
-        argv[0] = "EVAL";
-        argvlen[0] = 4;
-        argv[1] = rl_script_text(&argvlen[1]);
-    } else {
-        argv[0] = "EVALSHA";
-        argvlen[0] = 7;
-        argv[1] = rl_script_sha();
-        argvlen[1] = RL_SHA_LEN;
+    /* at the decision's time; a dry-run rule that did not count it:
+     * nothing to give */
+    uint64_t costs[RL_MAX_RULES];
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        costs[k] = ctx->outcomes[g->rules[k]].retry_ms == 0 ? g->costs[k] : 0;
     }
-    argv[2] = reinterpret_cast<char *>(count);
-    argvlen[2] = ngx_sprintf(count, "%ui", n) - count;
-    u_char *p = rl::requestHead(head, n, g->now_us);
-    for (ngx_uint_t k = 0; k < n; k++) {
-        argv[3 + k] = reinterpret_cast<char *>(g->keys[k].data);
-        argvlen[3 + k] = g->keys[k].len;
-        argv[4 + n + k] = reinterpret_cast<char *>(g->specs[k]->data);
-        argvlen[4 + n + k] = g->specs[k]->len;
-        /* a dry-run rule that did not count it: nothing to give */
-        bool counted = ctx->outcomes[g->rules[k]].retry_ms == 0;
-        p = rl::ruleRecord(p, k + 1, k + 1, counted ? g->costs[k] : 0);
-    }
-    argv[3 + n] = reinterpret_cast<char *>(head);
-    argvlen[3 + n] = static_cast<size_t>(p - head);
-    argv[argc - 1] = "refund";
-    argvlen[argc - 1] = 6;
-    g->call = ngx_http_rl_link_refund(link, g, asking, argc, argv, argvlen);
+    g->call = reinterpret_cast<ngx_http_rl_call_t *>(rl::sendRefund(
+        reinterpret_cast<rl::Link *>(link), g, asking,
+        retry == NGX_HTTP_RL_RETRY_EVAL, g->now_us, costs));
 }
 
 /* Rules the deny cache can answer for: Redis zones, enforced, of a
@@ -346,6 +330,9 @@ bool denied(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
     bool hit = false;
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->done) {
+            continue;   /* a lease answered for it */
+        }
         for (ngx_uint_t k = 0; k < group->nrules; k++) {
             ngx_uint_t i = group->rules[k];
             if (cacheable(ctx, group, &rules[i]) &&
@@ -429,6 +416,18 @@ ngx_int_t dryRejection(ngx_http_rl_ctx_t *ctx) {
     return found;
 }
 
+/* rl_lease_units_total{use="spent"}: what an admitted request took
+ * from leases (in their first rule's units, as they are counted). */
+void leaseSpent(ngx_http_rl_ctx_t *ctx) {
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->leased && group->zone->stats != nullptr) {
+            (void) ngx_atomic_fetch_add(&group->zone->stats->lease_spent,
+                                        ctx->costs[group->rules[0]]);
+        }
+    }
+}
+
 /* Combines the groups' answers into the request's decision. */
 void finish(ngx_http_rl_ctx_t *ctx) {
     bool rejected = false, error = false, closed = false;
@@ -457,6 +456,8 @@ void finish(ngx_http_rl_ctx_t *ctx) {
                 }
             }
         }
+    } else {
+        leaseSpent(ctx);
     }
 
     ngx_int_t dry = dryRejection(ctx);
@@ -640,6 +641,90 @@ void wake(ngx_event_t *ev) noexcept {
     resume(r, ctx);
 }
 
+/* What this instance decides alone: first what its leases hold (the
+ * capacity Redis counted for it: spent even where Redis rejected the key
+ * lately); then the deny cache; then the embedded zones, and the
+ * failure=local zones whose Redis is known down. A request they reject
+ * costs the zones that are up neither a decision nor a refund, whatever
+ * the order of the rules (what a lease gave, it takes back). Returns
+ * whether one rejected it. */
+bool decideHere(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (rl::leasable(group)) {
+            (void) rl::leaseSpend(group);
+        }
+    }
+    if (denied(r, ctx)) {
+        return true;
+    }
+    bool rejected = false;
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->done) {
+            continue;
+        }
+        if (ngx_http_rl_embedded(group->zone)) {
+            if (ngx_http_rl_shm_decide(group) != NGX_OK) {
+                failed(group);
+            }
+        } else if (group->zone->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
+            ngx_http_rl_link_t *link = linkFor(r, group);
+            if (link != nullptr && ngx_http_rl_link_usable(link)) {
+                continue;
+            }
+            failed(group);
+        } else {
+            continue;
+        }
+        if (!group->error && !group->allowed) {
+            rejected = true;
+        }
+    }
+    return rejected;
+}
+
+/* The groups left go to Redis (after a rejection, nowhere): *timeout
+ * is the first of their zones' timeouts to pass, 0 if no call is out;
+ * false when out of memory. */
+bool askRedis(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx, bool rejected,
+              ngx_msec_t *timeout) {
+    *timeout = 0;
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        ngx_http_rl_group_t *group = &ctx->groups[g];
+        if (group->done) {
+            continue;
+        }
+        if (rejected) {
+            skip(group);
+            continue;
+        }
+        ngx_http_rl_link_t *link = linkFor(r, group);
+        if (link != nullptr && ngx_http_rl_link_usable(link)) {
+            if (buildCall(r, group, ctx->values) != NGX_OK) {
+                return false;
+            }
+            group->sent_us = rl::monotonicUs();
+            group->call = ngx_http_rl_link_send(link, group);
+        }
+        if (group->call == nullptr) {
+            failed(group); /* known down: the failure policy, at once */
+            if (!group->error && !group->allowed) {
+                rejected = true;    /* the groups after it need not ask */
+            }
+            continue;
+        }
+        if (group->lease_want > 0) {
+            rl::leaseAsk(group, link);  /* behind it, in its batch */
+        }
+        ctx->pending++;
+        if (*timeout == 0 || group->zone->timeout < *timeout) {
+            *timeout = group->zone->timeout;    /* the first to pass */
+        }
+    }
+    return true;
+}
+
 void cleanupCtx(void *data) noexcept {
     auto *ctx = static_cast<ngx_http_rl_ctx_t *>(data);
     if (ctx->wake.timer_set) {
@@ -690,81 +775,26 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     if (ctx == nullptr || groupRules(r, ctx, ctx->values) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    ngx_str_t *values = ctx->values;
-
-    if (denied(r, ctx)) {
-        finish(ctx);
-        return settle(r, ctx);
+    /* what this instance answers alone, then Redis, then settling */
+    ngx_msec_t timeout;
+    if (!askRedis(r, ctx, decideHere(r, ctx), &timeout)) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    /* what this instance decides at once goes first: the embedded
-     * zones, and the failure=local zones whose Redis is known down. A
-     * request they reject costs the zones that are up neither a
-     * decision nor a refund, whatever the order of the rules. */
-    bool rejected = false;
-    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
-        ngx_http_rl_group_t *group = &ctx->groups[g];
-        if (ngx_http_rl_embedded(group->zone)) {
-            if (ngx_http_rl_shm_decide(group) != NGX_OK) {
-                failed(group);
-            }
-        } else if (group->zone->failure == NGX_HTTP_RL_FAILURE_LOCAL) {
-            ngx_http_rl_link_t *link = linkFor(r, group);
-            if (link != nullptr && ngx_http_rl_link_usable(link)) {
-                continue;
-            }
-            failed(group);
-        } else {
-            continue;
-        }
-        if (!group->error && !group->allowed) {
-            rejected = true;
-        }
-    }
-
-    ngx_msec_t timeout = 0;
-    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
-        ngx_http_rl_group_t *group = &ctx->groups[g];
-        if (group->done) {
-            continue;
-        }
-        if (rejected) {
-            skip(group);
-            continue;
-        }
-        ngx_http_rl_link_t *link = linkFor(r, group);
-        if (link != nullptr && ngx_http_rl_link_usable(link)) {
-            if (buildCall(r, group, values) != NGX_OK) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-            group->sent_us = rl::monotonicUs();
-            group->call = ngx_http_rl_link_send(link, group);
-        }
-        if (group->call == nullptr) {
-            failed(group); /* known down: the failure policy, at once */
-            if (!group->error && !group->allowed) {
-                rejected = true;    /* the groups after it need not ask */
-            }
-            continue;
-        }
-        ctx->pending++;
-        if (timeout == 0 || group->zone->timeout < timeout) {
-            timeout = group->zone->timeout;     /* the first to pass */
-        }
-    }
-
     if (ctx->pending > 0) {
         return park(r, ctx, timeout);
     }
-
     finish(ctx);
     return settle(r, ctx);
 }
 
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
-                            int64_t clock_us,
-                            const int64_t *limits) noexcept {
+                            int64_t clock_us, const int64_t *limits,
+                            int64_t grant) noexcept {
     ngx_http_rl_ctx_t *ctx = group->ctx;
+    if (ctx == nullptr) {
+        rl::leaseCallDone(group, reply, clock_us, limits, grant);
+        return;
+    }
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     rl_outcome_t out[RL_MAX_RULES];
     unsigned char dry[RL_MAX_RULES];
@@ -806,7 +836,12 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
 void ngx_http_rl_refund_done(ngx_http_rl_group_t *group,
                              int retry) noexcept {
     ngx_http_rl_ctx_t *ctx = group->ctx;
-    if (retry != NGX_HTTP_RL_RETRY_NONE && !group->refund_retried) {
+    if (ctx == nullptr) {
+        rl::leaseRefundDone(group, retry);
+        return;
+    }
+    if (retry != NGX_HTTP_RL_RETRY_NONE &&
+        retry != NGX_HTTP_RL_REFUND_FAILED && !group->refund_retried) {
         /* Redis lost the script (SCRIPT FLUSH, a restart, a failover)
          * between the decision and its refund: once more, with its
          * text; or the slot moved: once more, where the reply said. The

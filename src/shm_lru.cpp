@@ -32,6 +32,9 @@ void LruIndex::add(LruNode *n, const ngx_str_t &key, u_char *text,
 }
 
 void LruIndex::touch(LruNode *n) {
+    if (ngx_queue_head(&queue_) == &n->queue) {
+        return;     /* a hot key's: no write to share between workers */
+    }
     ngx_queue_remove(&n->queue);
     ngx_queue_insert_head(&queue_, &n->queue);
 }

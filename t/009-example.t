@@ -1,6 +1,7 @@
 # The example configuration (docker/nginx.conf) as `make run` starts it
 # (docker/run-local): it loads, limits as it says, and stopping it leaves
-# no process behind. The compose file is checked where docker-compose is.
+# no process behind. The compose file is checked where docker-compose is
+# (two nginx services from docker/Dockerfile on one redis).
 
 use lib 't/lib';
 use RlTest;
@@ -41,6 +42,8 @@ is_deeply(\@codes, [ (200) x 5, 429, 429 ], '5r/m: 5 pass, then 429');
 my $r = http_get($port, '/');
 is($r->{headers}{'x-ratelimit-limit'}, 5, 'X-RateLimit-Limit is N');
 ok(($r->{headers}{'retry-after'} // 0) >= 1, 'Retry-After on a 429');
+ok(length($r->{headers}{'x-served-by'} // ''),
+   'X-Served-By names the instance (docker-compose.yml runs two)');
 
 $r = http_get($port, '/api/x');
 is($r->{code}, 200, 'no API key: the rules do not apply');
@@ -70,10 +73,16 @@ ok(!($log =~ /\[(?:alert|crit|emerg)\]|exited on signal/),
    'no alert in the error log') or diag($log);
 
 SKIP: {
-    skip 'docker-compose is not installed', 1
+    skip 'docker-compose is not installed', 3
         unless system('command -v docker-compose >/dev/null 2>&1') == 0;
     my $cfg = `docker-compose -f $root/docker/docker-compose.yml config 2>&1`;
     is($?, 0, 'docker-compose.yml is valid') or diag($cfg);
+    my @built = $cfg =~ /^\s+dockerfile: docker\/Dockerfile$/mg;
+    is(scalar @built, 2, 'two nginx services built from docker/Dockerfile');
+    like($cfg, qr/^  redis:\n(?:    .*\n)*    image: redis:/m, 'on one redis');
 }
+
+my $ignore = do { local (@ARGV, $/) = ("$root/.dockerignore"); <> } // '';
+like($ignore, qr{^/?build/?$}m, '.dockerignore keeps build/ out of the image');
 
 done_testing();

@@ -1,8 +1,9 @@
 # The module under valgrind's memcheck: nginx in one process (no master)
 # serves the paths where a request waits and comes back (a decision from
 # Redis, a 429, a delay=, a refund to another zone, a decision of
-# failure=local with Redis down and its refund) and an embedded
-# sliding_log state shared by rules of two N, then exits; valgrind
+# failure=local with Redis down and its refund, a lease granted, spent,
+# given back to by a rejected request, and returned at exit) and an
+# embedded sliding_log state shared by rules of two N, then exits; valgrind
 # must report no invalid read or write and no use of uninitialised
 # memory. (A parked request's phases can finish it and free its pool:
 # what runs after them must not touch it.)
@@ -42,11 +43,14 @@ http {
     rl_zone x redis=127.0.0.1:$xport timeout=30s connect_timeout=30s;
     rl_zone y redis=127.0.0.1:$yport timeout=30s connect_timeout=30s;
     rl_zone e size=1m;
+    rl_zone z redis=127.0.0.1:$xport timeout=30s connect_timeout=30s
+            lease=10s;
     rl_zone l redis=127.0.0.1:$gone timeout=30s connect_timeout=30s
             failure=local size=1m;
     server {
         listen 127.0.0.1:$port;
         location /plain { empty_gif; }
+        location /metrics { rl_metrics; }
         location /limited {
             rl_rule zone=x key=k rate=1000r/s;
             empty_gif;
@@ -70,6 +74,15 @@ http {
         location /both {
             rl_rule zone=x key=b rate=100r/h name=x;
             rl_rule zone=y key=b rate=1r/h name=y cost=\$arg_c;
+            empty_gif;
+        }
+        location /leased {
+            rl_rule zone=z key=hot rate=1000r/h;
+            empty_gif;
+        }
+        location /leasedboth {
+            rl_rule zone=z key=hot rate=1000r/h;
+            rl_rule zone=y key=lb rate=1r/h cost=\$arg_c;
             empty_gif;
         }
         location /local {
@@ -100,6 +113,10 @@ my @want = (
     ['/local', 200], ['/local', 429], ['/local', 429],
 );
 push @want, map { ['/delay', 200] } 1 .. 8;
+# hot: a lease is granted, then spent; a request y rejects gives back
+push @want, (map { ['/leased', 200] } 1 .. 10),
+            ['/leasedboth?c=1', 200], ['/leasedboth?c=1', 429],
+            ['/leased', 200];
 # one state, two N: its ring is made again at each change of N
 push @want, ['/log3', 200], ['/log50', 200], ['/log50', 200],
             ['/log3', 429], ['/log50', 200], ['/log3', 429];
@@ -107,6 +124,9 @@ for my $w (@want) {
     my $t = http_get($port, $w->[0], -timeout => 30);
     is($t->{code}, $w->[1], "$w->[0]: $w->[1]");
 }
+
+ok(metric_value($port, 'rl_lease_units_total{zone="z",use="spent"}') > 0,
+   'a lease was spent');
 
 kill 'QUIT', $vg->pid;
 $vg->wait(60);

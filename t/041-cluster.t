@@ -22,6 +22,9 @@
 #       master and nowhere else
 #   (b) stacked rules on key values of two masters: a rejection by one
 #       counts nothing in the other, whichever master holds which
+#   (h) leases (lease=, on the same connections): hot key values of three
+#       masters spend leases, figures as in exact mode; once the leases
+#       end each master counts exactly the requests served
 #   (c) MOVED: a used key's slot migrated to another master; the count
 #       carries over
 #   (d) ASK: the slot migrating (keys moved, the source answers ASK):
@@ -142,6 +145,7 @@ my $ng = start_nginx(workers => 2, start => 0,
                      vars => { Seed => $c->seed, Seeds => $c->seeds },
                      config => <<'CONF');
     rl_zone c cluster=$Seed timeout=5s failure=open;
+    rl_zone cl cluster=$Seed timeout=5s failure=open lease=300ms;
     rl_zone ck cluster=$Seeds timeout=1s connect_timeout=1s failure=open;
     server {
         listen 127.0.0.1:$ServerPort;
@@ -180,6 +184,11 @@ my $ng = start_nginx(workers => 2, start => 0,
         location /k {
             rl_rule zone=ck key=$http_x_key rate=5r/d algorithm=fixed_window
                     name=k;
+            empty_gif;
+        }
+        location /leased {
+            rl_rule zone=cl key=$http_x_key rate=1000r/d
+                    algorithm=fixed_window name=l;
             empty_gif;
         }
         location /metrics { rl_metrics; }
@@ -325,6 +334,36 @@ for my $case ([ 0, 1 ], [ 1, 0 ]) {
        "(b) b counted only the 3 admitted requests (100 - 3 - this one)");
     is(scalar state_keys($M[$mb], $b), 1, "(b) b's state on master $mb");
     is(scalar state_keys($M[$ma], $b), 0, "(b) and not on master $ma");
+}
+
+# ------------------------------------------------------------ (h) leases
+
+{
+    my @vl = map { $c->value_on($_, prefix => 'l') } @M;
+    my %left;
+    for my $round (1 .. 40) {
+        push @{ $left{$_} },
+             get_as('/leased', $_)->{headers}{'x-ratelimit-remaining'} // '-'
+            for @vl;
+    }
+    for my $i (0 .. 2) {
+        is_deeply($left{ $vl[$i] }, [ map { 1000 - $_ } 1 .. 40 ],
+                  "(h) $vl[$i] on master $i, leased: figures as in exact "
+                  . 'mode');
+    }
+    my $units = sub { metric_value($port,
+                          "rl_lease_units_total{zone=\"cl\",use=\"$_[0]\"}") };
+    ok($units->('spent') > 0, '(h) leases were spent ('
+       . $units->('spent') . ' units)');
+    ok(wait_until(sub { $units->('granted') ==
+                        $units->('spent') + $units->('returned') },
+                  timeout => 10),
+       '(h) every lease ended: granted = spent + returned');
+    for my $i (0 .. 2) {
+        my ($k) = state_keys($M[$i], $vl[$i]);
+        is(fw_count($M[$i], $k // ''), 40,
+           "(h) master $i counts exactly the 40 requests served");
+    }
 }
 
 is_deeply([ bad_lines() ], [], 'no crash or alert so far');

@@ -23,50 +23,7 @@ using namespace rltest;
 
 constexpr uint64_t kDay = 86400 * kSec;
 
-class LuaScript : public ScriptFixture {
-protected:
-    /* One call carrying requests as the module's batches do, each with
-     * its time t (-A: A us before Redis' TIME). */
-    ReplyPtr batch(const std::vector<Request>& requests) {
-        /* EVALSHA, as the module calls; a test may start with a batch,
-         * before any EVAL loaded the script */
-        ReplyPtr r = command(callArgv(requests, true, false));
-        if (rl::isNoScript(r.get())) {
-            r = command(callArgv(requests, false, false));
-        }
-        return r;
-    }
-
-    /* The part of a batch's reply for one request, `at` bytes after the
-     * clock, decoded as the module decodes it. */
-    static Decision part(const redisReply* reply, size_t at,
-                         const Request& request) {
-        return decodePart(reply, at, request.first, request.second);
-    }
-
-    /* One batch of these requests and each one's decision, in order: the
-     * reply must be the script's, every part must decode. */
-    void decideBatch(const std::vector<Request>& requests,
-                     std::vector<Decision>* out) {
-        ReplyPtr r = batch(requests);
-        ASSERT_NE(r, nullptr);
-        ASSERT_EQ(r->type, REDIS_REPLY_STRING)
-            << std::string(r->str != nullptr ? r->str : "", r->len);
-        size_t at = 0, rules = 0;
-        for (const Request& q : requests) {
-            out->push_back(part(r.get(), at, q));
-            ASSERT_EQ(out->back().status, ReplyStatus::Ok);
-            at += rl::replyBytes(q.first.size());
-            rules += q.first.size();
-        }
-        size_t next = 0, from = 0, base = out->size() - requests.size();
-        for (size_t i = 0; i < requests.size(); i++) {
-            ASSERT_NO_FATAL_FAILURE(readTrailer(r.get(), at, rules, &next,
-                                                from, &(*out)[base + i]));
-            from += requests[i].first.size();
-        }
-    }
-};
+using LuaScript = ScriptFixture;
 
 /* ------------------------------------------------------------------ */
 /* The script's name and the EVALSHA / EVAL protocol                   */

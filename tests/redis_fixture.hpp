@@ -104,6 +104,7 @@ struct Decision {
     std::vector<RuleOutcome> out;
     int64_t nowUs = -1;
     std::string error;
+    int64_t grant = 0;  /* units granted to the request's lease */
 };
 
 inline std::string describe(const Decision& d) {
@@ -285,7 +286,8 @@ protected:
     /* The argument vector of a call of these requests, keys and specs
      * each once, as the module makes it. */
     static std::vector<std::string> callArgv(
-        const std::vector<Request>& requests, bool sha, bool refund) {
+        const std::vector<Request>& requests, bool sha, bool refund,
+        const std::vector<uint64_t>& asks = {}) {
         std::vector<std::string> keys, specs;
         std::map<std::string, size_t> keyIndex, specIndex;
         auto index = [](std::map<std::string, size_t>& seen,
@@ -297,10 +299,13 @@ protected:
             return it->second;
         };
         std::string head;
+        size_t q = 0;
         for (const auto& [rules, t] : requests) {
             std::string part(rl::requestBytes(rules.size()), '\0');
             auto* p = reinterpret_cast<unsigned char*>(part.data());
-            p = rl::requestHead(p, rules.size(), t);
+            p = rl::requestHead(p, rules.size(), t,
+                                q < asks.size() ? asks[q] : 0);
+            q++;
             for (const Rule& r : rules) {
                 p = rl::ruleRecord(p, index(keyIndex, keys, r.key),
                                    index(specIndex, specs, specOf(r)),
@@ -360,10 +365,10 @@ protected:
         return d;
     }
 
-    /* The overrides' limits of a call's rules [from, from + n) from its
-     * reply's trailer, after `parts` bytes of parts, as the module reads
-     * them (src/redis_link.cpp), into d's outcomes; *next as
-     * rl::trailerLimits() keeps it. */
+    /* The overrides' limits of a call's rules [from, from + n) and its
+     * lease's grant from its reply's trailer, after `parts` bytes of
+     * parts, as the module reads them (src/redis_link.cpp), into d;
+     * *next as rl::trailerFor() keeps it. */
     static void readTrailer(const redisReply* reply, size_t parts,
                             size_t rules, size_t* next, size_t from,
                             Decision* d) {
@@ -372,10 +377,10 @@ protected:
         const char* trailer = reply->str + want;
         size_t len = reply->len - want;
         ASSERT_TRUE(rl::validTrailer(trailer, len, rules))
-            << "the overrides' trailer: " << len << " bytes";
+            << "the trailer: " << len << " bytes";
         int64_t limits[rl::kMaxRulesPerCall];
         size_t n = d->out.size();
-        if (rl::trailerLimits(trailer, len, next, from, n, limits)) {
+        if (rl::trailerFor(trailer, len, next, from, n, limits, &d->grant)) {
             for (size_t i = 0; i < n; i++) {
                 d->out[i].limit = limits[i];
             }
@@ -396,6 +401,50 @@ protected:
             EXPECT_GT(rl::replyClock(reply.get()), 0);
         }
         return d;
+    }
+
+    /* One call carrying requests as the module's batches do, each with
+     * its time t (-A: A us before Redis' TIME). */
+    ReplyPtr batch(const std::vector<Request>& requests,
+                   const std::vector<uint64_t>& asks = {}) {
+        /* EVALSHA, as the module calls; a test may start with a batch,
+         * before any EVAL loaded the script */
+        ReplyPtr r = command(callArgv(requests, true, false, asks));
+        if (rl::isNoScript(r.get())) {
+            r = command(callArgv(requests, false, false, asks));
+        }
+        return r;
+    }
+
+    /* The part of a batch's reply for one request, `at` bytes after the
+     * clock, decoded as the module decodes it. */
+    static Decision part(const redisReply* reply, size_t at,
+                         const Request& request) {
+        return decodePart(reply, at, request.first, request.second);
+    }
+
+    /* One batch of these requests and each one's decision, in order: the
+     * reply must be the script's, every part must decode. */
+    void decideBatch(const std::vector<Request>& requests,
+                     std::vector<Decision>* out,
+                     const std::vector<uint64_t>& asks = {}) {
+        ReplyPtr r = batch(requests, asks);
+        ASSERT_NE(r, nullptr);
+        ASSERT_EQ(r->type, REDIS_REPLY_STRING)
+            << std::string(r->str != nullptr ? r->str : "", r->len);
+        size_t at = 0, rules = 0;
+        for (const Request& q : requests) {
+            out->push_back(part(r.get(), at, q));
+            ASSERT_EQ(out->back().status, ReplyStatus::Ok);
+            at += rl::replyBytes(q.first.size());
+            rules += q.first.size();
+        }
+        size_t next = 0, from = 0, base = out->size() - requests.size();
+        for (size_t i = 0; i < requests.size(); i++) {
+            ASSERT_NO_FATAL_FAILURE(readTrailer(r.get(), at, rules, &next,
+                                                from, &(*out)[base + i]));
+            from += requests[i].first.size();
+        }
     }
 
     /* Gives back what a decision at thenUs counted; the reply is 1. */

@@ -411,8 +411,9 @@ TEST_F(Reply, Clock) {
     EXPECT_EQ(rl::replyClock(nullptr), -1);
 }
 
-/* The overrides' trailer: (rule index, limit) records, indexes
- * increasing below the call's rules, limits those of a rate. */
+/* The trailer: (rule index, limit) records of overrides, indexes
+ * increasing below the call's rules, limits those of a rate; and
+ * (-1 - last rule of the request, units) records of leases granted. */
 std::string packed(std::initializer_list<double> v) {
     std::string s;
     for (double d : v) {
@@ -431,8 +432,24 @@ TEST(Trailer, ValidRecords) {
     EXPECT_FALSE(rl::validTrailer(t.data(), t.size() - 8, 3)) << "half";
     for (const std::string& bad :
          {packed({0, 0}), packed({0, 1.5}), packed({0, 1e9 + 1}),
-          packed({-1, 5}), packed({0.5, 5}), packed({1, 5, 1, 6}),
+          packed({0.5, 5}), packed({1, 5, 1, 6}),
           packed({1, 5, 0, 6}), packed({0, double(NAN)})}) {
+        EXPECT_FALSE(rl::validTrailer(bad.data(), bad.size(), 4));
+    }
+}
+
+TEST(Trailer, GrantsFollowTheirRequestsOverrides) {
+    /* a grant to the request ending at rule 1, an override of rule 2,
+     * a grant to the request ending at rule 3 after its override */
+    std::string t = packed({-2, 1e12, 2, 7, 3, 9, -4, 5});
+    EXPECT_TRUE(rl::validTrailer(t.data(), t.size(), 4));
+    EXPECT_FALSE(rl::validTrailer(t.data(), t.size(), 3)) << "rule 3 of 3";
+    for (const std::string& bad :
+         {packed({-1, 0}), packed({-1, 0.5}), packed({-1, 1e16}),
+          packed({-2, 5, -2, 5}), packed({-3, 5, -2, 5}),
+          packed({2, 5, -2, 5}) /* a grant before an override it follows */,
+          packed({-2, 5, 1, 5}) /* an override after its request's grant */,
+          packed({-1.5, 5})}) {
         EXPECT_FALSE(rl::validTrailer(bad.data(), bad.size(), 4));
     }
 }
@@ -441,18 +458,41 @@ TEST(Trailer, LimitsOfEachCallInTurn) {
     /* three calls of 2, 1 and 3 rules; overrides of rules 1, 3 and 5 */
     std::string t = packed({1, 10, 3, 30, 5, 50});
     size_t next = 0;
-    int64_t limits[3];
+    int64_t limits[3], grant = -1;
     ASSERT_TRUE(rl::validTrailer(t.data(), t.size(), 6));
-    EXPECT_TRUE(rl::trailerLimits(t.data(), t.size(), &next, 0, 2, limits));
+    EXPECT_TRUE(rl::trailerFor(t.data(), t.size(), &next, 0, 2, limits,
+                               &grant));
     EXPECT_EQ(limits[0], 0);
     EXPECT_EQ(limits[1], 10);
-    EXPECT_FALSE(rl::trailerLimits(t.data(), t.size(), &next, 2, 1, limits));
+    EXPECT_EQ(grant, 0);
+    EXPECT_FALSE(rl::trailerFor(t.data(), t.size(), &next, 2, 1, limits,
+                                &grant));
     EXPECT_EQ(limits[0], 0);
-    EXPECT_TRUE(rl::trailerLimits(t.data(), t.size(), &next, 3, 3, limits));
+    EXPECT_TRUE(rl::trailerFor(t.data(), t.size(), &next, 3, 3, limits,
+                               &grant));
     EXPECT_EQ(limits[0], 30);
     EXPECT_EQ(limits[1], 0);
     EXPECT_EQ(limits[2], 50);
     EXPECT_EQ(next, 3u);
+}
+
+TEST(Trailer, GrantsOfEachCallInTurn) {
+    /* calls of 1, 2 and 2 rules: a grant to the first, an override of
+     * rule 2 and a grant to the second, nothing for the third */
+    std::string t = packed({-1, 40, 2, 8, -3, 1000});
+    size_t next = 0;
+    int64_t limits[2], grant = -1;
+    ASSERT_TRUE(rl::validTrailer(t.data(), t.size(), 5));
+    EXPECT_FALSE(rl::trailerFor(t.data(), t.size(), &next, 0, 1, limits,
+                                &grant));
+    EXPECT_EQ(grant, 40);
+    EXPECT_TRUE(rl::trailerFor(t.data(), t.size(), &next, 1, 2, limits,
+                               &grant));
+    EXPECT_EQ(limits[1], 8);
+    EXPECT_EQ(grant, 1000);
+    EXPECT_FALSE(rl::trailerFor(t.data(), t.size(), &next, 3, 2, limits,
+                                &grant));
+    EXPECT_EQ(grant, 0);
 }
 
 }  // namespace

@@ -98,38 +98,64 @@ ReplyStatus decodeFigures(const redisReply* part, size_t rules,
     return ReplyStatus::Ok;
 }
 
+namespace {
+
+/* A trailer record's rule: an override's, or a grant's request's last
+ * (-1 - index); *grant tells which. */
+int64_t recordRule(int64_t index, bool* grant) {
+    *grant = index < 0;
+    return index < 0 ? -1 - index : index;
+}
+
+}  // namespace
+
 bool validTrailer(const char* bytes, size_t len, size_t rules) {
     if (len % kTrailerRecordBytes != 0) {
         return false;
     }
-    int64_t last = -1;
+    int64_t lastOverride = -1, lastGrant = -1;
     for (size_t r = 0; r < len / kTrailerRecordBytes; r++) {
-        int64_t index, limit;
-        if (!wholeAt(bytes, 2 * r, &index) || index <= last ||
-            index >= static_cast<int64_t>(rules) ||
-            !wholeAt(bytes, 2 * r + 1, &limit) || limit < 1 ||
-            limit > static_cast<int64_t>(kMaxLimit)) {
+        int64_t index, value;
+        bool grant;
+        if (!wholeAt(bytes, 2 * r, &index) ||
+            !wholeAt(bytes, 2 * r + 1, &value) || value < 1) {
             return false;
         }
-        last = index;
+        int64_t rule = recordRule(index, &grant);
+        /* in order: past every record before, a grant after its own
+         * request's overrides (whose rules are at most its last) */
+        if (rule >= static_cast<int64_t>(rules) || rule <= lastGrant ||
+            (grant ? rule < lastOverride : rule <= lastOverride) ||
+            (!grant && value > static_cast<int64_t>(kMaxLimit))) {
+            return false;
+        }
+        (grant ? lastGrant : lastOverride) = rule;
     }
     return true;
 }
 
-bool trailerLimits(const char* bytes, size_t len, size_t* next, size_t from,
-                   size_t n, int64_t* limits) {
+bool trailerFor(const char* bytes, size_t len, size_t* next, size_t from,
+                size_t n, int64_t* limits, int64_t* grant) {
     bool any = false;
     for (size_t i = 0; i < n; i++) {
         limits[i] = 0;
     }
+    *grant = 0;
     for (; *next < len / kTrailerRecordBytes; ++*next) {
-        auto index = static_cast<size_t>(doubleAt(bytes, 2 * *next));
-        if (index >= from + n) {
+        bool isGrant;
+        auto rule = static_cast<size_t>(recordRule(
+            static_cast<int64_t>(doubleAt(bytes, 2 * *next)), &isGrant));
+        if (rule >= from + n) {
             break;
         }
-        if (index >= from) {
-            limits[index - from] =
-                static_cast<int64_t>(doubleAt(bytes, 2 * *next + 1));
+        auto value = static_cast<int64_t>(doubleAt(bytes, 2 * *next + 1));
+        if (rule < from) {
+            continue;
+        }
+        if (isGrant) {
+            *grant = rule == from + n - 1 ? value : 0;
+        } else {
+            limits[rule - from] = value;
             any = true;
         }
     }

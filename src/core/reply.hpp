@@ -88,23 +88,28 @@ ReplyStatus decodeFigures(const redisReply* part, size_t rules,
                           const RuleAsked* asked, bool* allowed,
                           Figures* out);
 
-/* The overrides' trailer, after the parts: for each rule a key value's
- * override decided, in order, its index among the call's rules (0: the
- * first rule of the first request) and the limit it was decided with
- * (lua/rl.lua override()). */
+/* The trailer, after the parts, in the order the script decided: for
+ * each rule a key value's override decided, its index among the call's
+ * rules (0: the first rule of the first request) and the limit it was
+ * decided with (lua/rl.lua override()); for each request granted a lease
+ * (SPEC section 6), minus (1 + the index of its last rule) and the units
+ * granted. */
 inline constexpr size_t kTrailerRecordBytes = 16;
 
-/* Whether `bytes` (`len` of them) are such records, of indexes below
- * `rules`, increasing, and limits a rate may have (whole numbers from 1
- * to kMaxLimit). */
+/* Whether `bytes` (`len` of them) are such records: each names a rule
+ * below `rules`, in order (overrides' indexes increasing, grants' too,
+ * a request's overrides before its grant), with a limit a rate may have
+ * (a whole number from 1 to kMaxLimit) or a grant of 1 to 2^53 units. */
 bool validTrailer(const char* bytes, size_t len, size_t rules);
 
-/* limits[i] for the call's rules [from, from + n): the override's limit,
- * or 0; *next is the first record not read yet (start at 0, then keep
- * it from call to call, in order). The trailer is valid. Returns whether
- * any rule has one. */
-bool trailerLimits(const char* bytes, size_t len, size_t* next, size_t from,
-                   size_t n, int64_t* limits);
+/* What the trailer says of the call whose rules are the call's [from,
+ * from + n): limits[i] the override's limit of rule from + i, or 0, and
+ * *grant the units granted to its lease (0: none; a grant counts only
+ * for the call's last rule). *next is the first record not read yet
+ * (start at 0, then keep it from call to call, in order). The trailer is
+ * valid. Returns whether any rule has an override. */
+bool trailerFor(const char* bytes, size_t len, size_t* next, size_t from,
+                size_t n, int64_t* limits, int64_t* grant);
 
 /* The i-th little-endian double of packed bytes (the script's replies
  * and states). */

@@ -51,8 +51,9 @@ unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
     return p + rule.size();
 }
 
-unsigned char* requestHead(unsigned char* p, size_t rules, int64_t t) {
-    p = putDouble(p, static_cast<double>(rules));
+unsigned char* requestHead(unsigned char* p, size_t rules, int64_t t,
+                           uint64_t ask) {
+    p = putDouble(p, static_cast<double>(rules + 128 * ask));
     return putDouble(p, static_cast<double>(t));
 }
 

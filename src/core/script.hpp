@@ -10,7 +10,8 @@
  *   rules the 1-based indexes of its key and spec and its cost
  *   (ruleRecord): requestBytes(n) bytes. t <= 0: Redis' TIME plus t (the
  *   request waited -t us in nginx); t > 0: that time, in us (a refund
- *   sends its decision's; tests).
+ *   sends its decision's; tests). A request asking for a lease of k
+ *   units (SPEC section 6) sends n + 128 k for n.
  * - spec_j: a rule's constants, made once at configuration (writeSpec):
  *   limit, window in us, burst, delay, flags (1: a dry run; 2: burst is
  *   the limit's default, and follows a key value's override of the
@@ -61,7 +62,12 @@ unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
 /* A request of `rules` rules in the head. */
 constexpr size_t requestBytes(size_t rules) { return 16 + 24 * rules; }
 
-unsigned char* requestHead(unsigned char* p, size_t rules, int64_t t);
+/* The lease a request asks for: at most kMaxLeaseAsk units (its n
+ * stays a whole double). */
+inline constexpr uint64_t kMaxLeaseAsk = uint64_t(1) << 40;
+
+unsigned char* requestHead(unsigned char* p, size_t rules, int64_t t,
+                           uint64_t ask = 0);
 
 /* key and spec: 1-based indexes into the call's keys and specs */
 unsigned char* ruleRecord(unsigned char* p, size_t key, size_t spec,
