@@ -74,11 +74,16 @@ typedef struct {
 } ngx_http_rl_rule_stats_t;
 
 
-/* A Redis server: a cluster= seed, or a node the cluster told of. */
+/* A Redis server: a cluster= seed or a sentinel= node, or a node the
+ * cluster told of. */
 typedef struct {
     ngx_str_t                   host;       /* numeric, NUL-terminated */
     ngx_int_t                   port;
     ngx_str_t                   addr;       /* host:port, for logs */
+    ngx_str_t                   name;       /* the host as written when a
+                                               name (looked up again
+                                               through a resolver), else
+                                               empty */
 } ngx_http_rl_server_t;
 
 
@@ -101,8 +106,15 @@ typedef struct {
     ngx_str_t                   addr;       /* as written, for logs */
     ngx_str_t                   host;       /* numeric or unix path, NUL */
     ngx_int_t                   port;       /* 0: unix socket */
+    ngx_str_t                   name_host;  /* redis=: the host as
+                                               written when a name */
     ngx_http_rl_server_t       *seeds;      /* cluster=, resolved */
     ngx_uint_t                  nseeds;     /* 0: no cluster */
+    ngx_http_rl_server_t       *sentinels;  /* sentinel=, resolved */
+    ngx_uint_t                  nsentinels; /* 0: no sentinel */
+    ngx_str_t                   master;     /* master= */
+    ngx_str_t                   sentinel_username;
+    ngx_str_t                   sentinel_password;
     ngx_str_t                   username;
     ngx_str_t                   password;
     ngx_int_t                   db;
@@ -159,6 +171,8 @@ typedef struct {
     ngx_shm_zone_t             *deny;       /* the deny cache */
     ngx_shm_zone_t             *leases;     /* the lease table, if any */
     void                       *lease_worker; /* per worker (lease.cpp) */
+    ngx_resolver_t             *resolver;   /* the http block's, if any */
+    ngx_msec_t                  resolver_timeout;
 } ngx_http_rl_main_conf_t;
 
 
@@ -294,9 +308,9 @@ char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 /* ngx_http_rl_headers.c */
 void ngx_http_rl_header_filter_init(void);
 
-/* redis_link.cpp: per worker, a store per Redis zone (one connection
- * per server, or a cluster's: cluster.cpp), and the link (connection)
- * that serves a slot of it */
+/* redis_stores.cpp: per worker, a store per Redis zone (one connection
+ * per server, or a cluster's: redis_cluster.cpp), and the link
+ * (connection, redis_link.cpp) that serves a slot of it */
 ngx_int_t ngx_http_rl_stores_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
@@ -355,7 +369,8 @@ ngx_int_t ngx_http_rl_leases_init(ngx_cycle_t *cycle,
 void ngx_http_rl_leases_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 /* frees the calls the links let go of, after they went */
 void ngx_http_rl_leases_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
-/* redis_link.cpp: writes what the links have queued, now (worker exit) */
+/* redis_stores.cpp: writes what the links have queued, now (worker
+ * exit) */
 void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */

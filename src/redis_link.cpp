@@ -14,6 +14,11 @@
  * Incidents are logged once, when the link goes down, and once when it
  * is back.
  *
+ * Where a link connects to, its locator says (locator.hpp), each time
+ * it connects: a fixed address, a name looked up again, the master
+ * sentinels name (checked with ROLE), a cluster's node. The locator
+ * also tells when the server moved (a sentinel's +switch-master).
+ *
  * A Redis Cluster's nodes are links too, each to one master, driven by
  * the cluster's store (redis_cluster.cpp): their batches hold one slot
  * each, and a MOVED or ASK reply sends the calls where it says.
@@ -21,13 +26,12 @@
 
 #include "redis_link.hpp"
 
-#include <new>
+#include <initializer_list>
 
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
-#include "redis_cluster.hpp"
 
 namespace rl {
 namespace {
@@ -40,6 +44,7 @@ void onConnect(const redisAsyncContext *ac, int status) noexcept;
 void onDisconnect(const redisAsyncContext *ac, int status) noexcept;
 void onHandshake(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onNamed(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onRole(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onScriptLoaded(redisAsyncContext *ac, void *reply,
                     void *data) noexcept;
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
@@ -74,6 +79,10 @@ void onHandshake(redisAsyncContext *ac, void *reply, void *) noexcept {
 
 void onNamed(redisAsyncContext *ac, void *reply, void *) noexcept {
     linkOf(ac)->named(ac, static_cast<redisReply *>(reply));
+}
+
+void onRole(redisAsyncContext *ac, void *reply, void *) noexcept {
+    linkOf(ac)->roleReplied(ac, static_cast<redisReply *>(reply));
 }
 
 void onScriptLoaded(redisAsyncContext *ac, void *reply, void *) noexcept {
@@ -122,11 +131,11 @@ void onProbeTimer(ngx_event_t *ev) noexcept {
 }  // namespace
 
 Link::Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
-           const ngx_http_rl_server_t &server, Cluster *cluster,
-           ngx_log_t *log)
+           Locator *locator, bool owned, ngx_log_t *log)
     : zone_(zones[0]), zones_(zones), nzones_(nzones), label_(label),
-      server_(server), cluster_(cluster), log_(log),
-      backoff_(kFirstBackoff) {
+      locator_(locator), cluster_(locator->slots()), log_(log),
+      backoff_(kFirstBackoff), owned_(owned) {
+    server_.addr = locator->what();
     initTimer(&reconnect_, onReconnectTimer, this, log_);
     initTimer(&deadline_, onDeadlineTimer, this, log_);
     initTimer(&flush_, onFlush, this, log_);
@@ -135,6 +144,8 @@ Link::Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
 
 Link::~Link() {
     exiting_ = true;
+    locator_->cancel();     /* no answer comes any more */
+    locating_ = false;
     stopTimer(&reconnect_);
     stopTimer(&deadline_);
     stopTimer(&probeTimer_);
@@ -161,17 +172,25 @@ Link::~Link() {
         freeBatches_ = b->next;
         ngx_free(b);
     }
+    if (owned_) {
+        locator_->~Locator();
+        ngx_free(locator_);
+    }
 }
 
-/* Connecting is four steps, each pipelined behind the one before and
- * all bounded by connect_timeout (deadline_): the TCP connect (open()),
- * TLS (startTls(), for a tls zone), AUTH/SELECT/CLIENT SETNAME
- * (handshake()) and SCRIPT LOAD (loadScript()), whose reply makes the
- * link ready. A step that fails at once has logged, dropped the
- * connection and scheduled the next attempt. */
+/* Connecting: the locator says where the server is (located(), now or
+ * after a lookup, bounded by the locator), then four steps, each
+ * pipelined behind the one before and all bounded by connect_timeout
+ * (deadline_): the TCP connect (open()), TLS (startTls(), for a tls
+ * zone), AUTH/SELECT/CLIENT SETNAME (and ROLE, where the locator wants
+ * a master: handshake()) and SCRIPT LOAD (loadScript()), whose reply
+ * makes the link ready. A step that fails at once has logged, dropped
+ * the connection and scheduled the next attempt. Requests queue while
+ * the server is located, as behind the handshake. */
 void Link::connect() {
     retired_ = false;
-    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit || ac_ != nullptr)
+    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit ||
+        ac_ != nullptr || locating_)
     {
         return;
     }
@@ -181,14 +200,52 @@ void Link::connect() {
             (void) ngx_atomic_fetch_add(&s->reconnects, 1);
         });
     }
+    locating_ = true;
+    locator_->locate(this);     /* located(), now or later */
+}
+
+void Link::located(const ngx_http_rl_server_t *at, const char *why) {
+    if (!locating_) {
+        return;
+    }
+    locating_ = false;
+    if (exiting_ || retired_ || ngx_exiting || ngx_terminate || ngx_quit) {
+        flush();    /* queued calls: the policy */
+        return;
+    }
+    if (at == nullptr) {
+        fail("cannot connect", why);
+        schedule();
+        flush();
+        return;
+    }
+    server_ = *at;
     if (!open() || (zone_->tls.enabled && !startTls())) {
+        flush();
         return;
     }
     handshake();
     loadScript();
-    if (ac_ != nullptr) {
-        ngx_add_timer(&deadline_, zone_->connect_timeout);
+    if (ac_ == nullptr) {
+        flush();
+        return;
     }
+    ngx_add_timer(&deadline_, zone_->connect_timeout);
+    if ((!queue_.empty() || !refunds_.empty()) && !flush_.posted) {
+        ngx_post_event(&flush_, &ngx_posted_events);
+    }
+}
+
+/* A failover: the calls in flight get the policy, requests queue behind
+ * the new connection (no incident unless it fails). */
+void Link::moved() {
+    if (exiting_ || retired_ || locating_) {
+        return;     /* locating: the answer to come knows */
+    }
+    drop();
+    backoff_ = kFirstBackoff;
+    stopTimer(&reconnect_);
+    connect();
 }
 
 /* TCP: a non-blocking connect to an address (never a name), the socket
@@ -276,6 +333,11 @@ void Link::handshake() {
     argv[2] = NGX_HTTP_RL_CLIENT_NAME;
     len[2] = sizeof(NGX_HTTP_RL_CLIENT_NAME) - 1;
     command(onNamed, 3, argv, len);
+    if (locator_->wantsMaster()) {
+        argv[0] = "ROLE";
+        len[0] = 4;
+        command(onRole, 1, argv, len);
+    }
 }
 
 /* SCRIPT LOAD: its reply (scriptLoaded()) makes the link ready */
@@ -392,6 +454,51 @@ void Link::named(redisAsyncContext *ac, redisReply *reply) {
                   reply->str);
 }
 
+/* A master, as the locator wants: a replica is never used, the locator
+ * is asked again (after the backoff). A Redis that refuses ROLE (an ACL
+ * without it) is taken at the locator's word. */
+void Link::roleReplied(redisAsyncContext *ac, redisReply *reply) {
+    if (ac != ac_ || reply == nullptr) {
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (ngx_strncmp(reply->str, "NOAUTH", 6) == 0) {
+            fail("handshake failed", reply->str);
+            drop();
+            schedule();
+        } else if (!roleRefused_) {
+            roleRefused_ = true;
+            ngx_log_error(NGX_LOG_INFO, log_, 0,
+                          "%V: redis %V refused ROLE (%s): it is taken "
+                          "for the master", &label_, &server_.addr,
+                          reply->str);
+        }
+        return;
+    }
+    const redisReply *role =
+        reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
+            ? reply->element[0] : nullptr;
+    if (role != nullptr && role->type == REDIS_REPLY_STRING &&
+        role->len == 6 && ngx_strncmp(role->str, "master", 6) == 0)
+    {
+        return;
+    }
+    char why[64];
+    if (role != nullptr && role->type == REDIS_REPLY_STRING) {
+        ngx_snprintf(reinterpret_cast<u_char *>(why), sizeof(why) - 1,
+                     "ROLE says %*s%Z",
+                     role->len < 20 ? role->len : static_cast<size_t>(20),
+                     role->str);
+    } else {
+        ngx_snprintf(reinterpret_cast<u_char *>(why), sizeof(why) - 1,
+                     "no reply to ROLE%Z");
+    }
+    fail("not the master", why);
+    locator_->refused(this);
+    drop();
+    schedule();
+}
+
 void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     if (ac != ac_ || reply == nullptr) {
         return;
@@ -412,9 +519,7 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     backoff_ = kFirstBackoff;
     setUp(true);
     recovered();
-    if (cluster_ != nullptr) {
-        cluster_->nodeReady(this);
-    }
+    locator_->ready(this);
 }
 
 void Link::recovered() {
@@ -589,6 +694,9 @@ void Link::flush() {
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);   /* (worker exit: writeNow) */
     }
+    if (locating_) {
+        return;     /* they leave once the server is located */
+    }
     while (!queue_.empty()) {
         if (cluster_ == nullptr) {
             sendBatch(queue_.take(), false);
@@ -667,7 +775,8 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
         cluster_->moved(to, this);
         retry = NGX_HTTP_RL_RETRY_MOVED;
     } else if (failed && !redirect && reply != nullptr &&
-               retry != NGX_HTTP_RL_RETRY_EVAL && !replyErrors_) {
+               retry != NGX_HTTP_RL_RETRY_EVAL && !isReadOnly(reply) &&
+               !replyErrors_) {
         replyErrors_ = true;
         ngx_log_error(NGX_LOG_ERR, log_, 0,
                       "%V: redis %V replied to refunds: %s",
@@ -691,6 +800,9 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
             ngx_http_rl_refund_done(group, r);
         }
         c = next;
+    }
+    if (isReadOnly(reply)) {
+        readOnly(reply);
     }
 }
 
@@ -753,6 +865,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
     }
 
     bool noScript = isNoScript(reply);
+    bool readonly = isReadOnly(reply);
     /* Anything but an error or Redis' clock, each call's part and the
      * overrides' trailer is no reply of the script's: its requests get
      * the failure policy. */
@@ -763,7 +876,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
         rules += c->rules;
     }
     if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
-        if (!noScript && !replyErrors_) {
+        if (!noScript && !readonly && !replyErrors_) {
             replyErrors_ = true;
             ngx_log_error(NGX_LOG_ERR, log_, 0,
                           "%V: redis %V replied: %s",
@@ -826,6 +939,28 @@ void Link::replied(Batch *batch, redisReply *reply) {
         }
         c = next;
     }
+    if (readonly) {
+        readOnly(reply);
+    }
+}
+
+/* A master turned replica (a failover the link heard nothing of): where
+ * the server can move, it is located again. A fixed server's READONLY
+ * is a reply error as any other. */
+bool Link::isReadOnly(const redisReply *reply) const {
+    return reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
+           cluster_ == nullptr && locator_->follows() &&
+           ngx_strncmp(reply->str, "READONLY", 8) == 0;
+}
+
+void Link::readOnly(const redisReply *reply) {
+    if (ac_ == nullptr) {
+        return;
+    }
+    fail("not the master", reply->str);
+    locator_->refused(this);
+    drop();
+    schedule();
 }
 
 /* In a cluster, a batch's slot moved (MOVED: the map says so from now),
@@ -894,9 +1029,8 @@ void Link::deadlinePassed() {
 
 void Link::setUp(bool up) {
     up_ = up;
-    if (cluster_ != nullptr) {
-        cluster_->nodeChanged();    /* up when all its masters are */
-        return;
+    if (locator_->upChanged(this)) {
+        return;     /* a cluster: up when all its masters are */
     }
     eachStats([up](ngx_http_rl_zone_stats_t *s) { s->up = up ? 1 : 0; });
 }
@@ -939,6 +1073,10 @@ void Link::drop() {
 
 void Link::retire() {
     retired_ = true;
+    if (locating_) {
+        locating_ = false;
+        locator_->cancel();
+    }
     if (down_) {    /* its incident ends: the cluster serves its slots */
         for (ngx_uint_t i = 0; i < nzones_; i++) {
             ngx_log_error(NGX_LOG_NOTICE, log_, 0,
@@ -981,196 +1119,3 @@ void Link::schedule() {
 }
 
 }  // namespace rl
-
-using rl::Cluster;
-using rl::Link;
-using rl::Store;
-
-namespace {
-
-/* Zones that can share one store: the same server (or the same cluster
- * seeds), user, password and db, the same TLS settings, and the same
- * timeouts (a link is stalled, and dropped, by the timeouts of its
- * zones: a zone that waits longer keeps its own). */
-bool sameStore(const ngx_http_rl_zone_t *a, const ngx_http_rl_zone_t *b) {
-    auto eq = [](const ngx_str_t &x, const ngx_str_t &y) {
-        return x.len == y.len &&
-               (x.len == 0 || ngx_memcmp(x.data, y.data, x.len) == 0);
-    };
-    const ngx_http_rl_tls_t &s = a->tls, &t = b->tls;
-    bool sameTls = s.enabled == t.enabled &&
-                   (!s.enabled ||
-                    (s.verify == t.verify &&
-                     eq(s.server_name, t.server_name) && eq(s.ca, t.ca) &&
-                     eq(s.cert, t.cert) && eq(s.key, t.key)));
-    return sameTls && (a->nseeds > 0) == (b->nseeds > 0) &&
-           (a->nseeds == 0 || eq(a->addr, b->addr)) &&
-           a->port == b->port && eq(a->host, b->host) &&
-           eq(a->username, b->username) && eq(a->password, b->password) &&
-           a->db == b->db && a->timeout == b->timeout &&
-           a->connect_timeout == b->connect_timeout;
-}
-
-/* A server's store: its link, connecting. */
-Store *linkStore(ngx_http_rl_zone_t **zones, ngx_uint_t n, ngx_str_t label,
-                 ngx_log_t *log) {
-    void *mem = ngx_alloc(sizeof(Link), log);
-    if (mem == nullptr) {
-        return nullptr;
-    }
-    ngx_http_rl_server_t server = {zones[0]->host, zones[0]->port,
-                                   zones[0]->addr};
-    Link *link = new (mem) Link(zones, n, label, server, nullptr, log);
-    link->connect();
-    return link;
-}
-
-Store *clusterStore(ngx_http_rl_zone_t **zones, ngx_uint_t n,
-                    ngx_str_t label, ngx_log_t *log) {
-    void *mem = ngx_alloc(sizeof(Cluster), log);
-    if (mem == nullptr) {
-        return nullptr;
-    }
-    Cluster *cluster = new (mem) Cluster(zones, n, label, log);
-    if (!cluster->start()) {
-        cluster->~Cluster();
-        ngx_free(mem);
-        return nullptr;
-    }
-    return cluster;
-}
-
-}  // namespace
-
-extern "C" {
-
-ngx_int_t ngx_http_rl_stores_init(ngx_cycle_t *cycle,
-                                  ngx_http_rl_main_conf_t *rmcf) noexcept {
-    ngx_uint_t n = rmcf->zones.nelts;
-    auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
-
-    rmcf->stores = static_cast<ngx_http_rl_store_t **>(
-        ngx_pcalloc(cycle->pool, n * sizeof(ngx_http_rl_store_t *)));
-    auto **members = static_cast<ngx_http_rl_zone_t **>(
-        ngx_palloc(cycle->pool, n * sizeof(ngx_http_rl_zone_t *)));
-    if (rmcf->stores == nullptr || members == nullptr) {
-        return NGX_ERROR;
-    }
-    for (ngx_uint_t i = 0; i < n; i++) {
-        if (ngx_http_rl_embedded(zones[i]) || rmcf->stores[i] != nullptr) {
-            continue; /* no connection, or the one of a zone before it */
-        }
-        /* the zones on this server: zones[i] and those after it */
-        ngx_uint_t m = 0;
-        size_t len = sizeof("rl_zones ") - 1;
-        for (ngx_uint_t j = i; j < n; j++) {
-            if (j == i || (!ngx_http_rl_embedded(zones[j]) &&
-                           sameStore(zones[i], zones[j]))) {
-                members[m++] = zones[j];
-                len += zones[j]->name.len + sizeof("\"\", ") - 1;
-            }
-        }
-        auto **own = static_cast<ngx_http_rl_zone_t **>(
-            ngx_palloc(cycle->pool, m * sizeof(ngx_http_rl_zone_t *)));
-        auto *text = static_cast<u_char *>(ngx_pnalloc(cycle->pool, len));
-        if (own == nullptr || text == nullptr) {
-            return NGX_ERROR;
-        }
-        ngx_memcpy(own, members, m * sizeof(ngx_http_rl_zone_t *));
-        u_char *p = m > 1 ? ngx_cpymem(text, "rl_zones ", 9)
-                          : ngx_cpymem(text, "rl_zone ", 8);
-        for (ngx_uint_t k = 0; k < m; k++) {
-            p = ngx_sprintf(p, k > 0 ? ", \"%V\"" : "\"%V\"",
-                            &own[k]->name);
-        }
-        ngx_str_t label = {static_cast<size_t>(p - text), text};
-        Store *store = zones[i]->nseeds > 0
-                           ? clusterStore(own, m, label, cycle->log)
-                           : linkStore(own, m, label, cycle->log);
-        if (store == nullptr) {
-            return NGX_ERROR;
-        }
-        for (ngx_uint_t k = 0; k < m; k++) {
-            rmcf->stores[own[k]->index] =
-                reinterpret_cast<ngx_http_rl_store_t *>(store);
-        }
-    }
-    return NGX_OK;
-}
-
-void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
-    if (rmcf->stores == nullptr) {
-        return;
-    }
-    ngx_uint_t n = rmcf->zones.nelts;
-    for (ngx_uint_t i = 0; i < n; i++) {
-        Store *store = reinterpret_cast<Store *>(rmcf->stores[i]);
-        if (store == nullptr) {
-            continue;
-        }
-        for (ngx_uint_t j = i + 1; j < n; j++) {    /* its other zones' */
-            if (rmcf->stores[j] == rmcf->stores[i]) {
-                rmcf->stores[j] = nullptr;
-            }
-        }
-        store->~Store();
-        ngx_free(store);
-        rmcf->stores[i] = nullptr;
-    }
-    rmcf->stores = nullptr;
-}
-
-void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) noexcept {
-    if (rmcf->stores == nullptr) {
-        return;
-    }
-    for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
-        Store *store = reinterpret_cast<Store *>(rmcf->stores[i]);
-        bool seen = store == nullptr;
-        for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = rmcf->stores[j] == rmcf->stores[i];  /* shared */
-        }
-        if (!seen) {
-            store->writeNow();
-        }
-    }
-}
-
-ngx_http_rl_link_t *ngx_http_rl_store_route(ngx_http_rl_store_t *store,
-                                            ngx_uint_t slot) noexcept {
-    return reinterpret_cast<ngx_http_rl_link_t *>(
-        reinterpret_cast<Store *>(store)->route(slot));
-}
-
-ngx_int_t ngx_http_rl_link_usable(ngx_http_rl_link_t *link) noexcept {
-    return reinterpret_cast<Link *>(link)->usable() ? 1 : 0;
-}
-
-ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
-                                          ngx_http_rl_group_t *group) noexcept {
-    return reinterpret_cast<ngx_http_rl_call_t *>(
-        reinterpret_cast<Link *>(link)->send(group));
-}
-
-void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) noexcept {
-    reinterpret_cast<rl::Call *>(call)->group = nullptr;
-}
-
-void ngx_http_rl_call_timed_out(ngx_http_rl_call_t *call) noexcept {
-    auto *c = reinterpret_cast<rl::Call *>(call);
-    c->group = nullptr;
-    c->link->timedOut();
-}
-
-ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
-                                            ngx_http_rl_group_t *group,
-                                            ngx_uint_t asking,
-                                            ngx_uint_t argc,
-                                            const char **argv,
-                                            const size_t *argvlen) noexcept {
-    return reinterpret_cast<ngx_http_rl_call_t *>(
-        reinterpret_cast<Link *>(link)->refund(
-            group, static_cast<int>(argc), argv, argvlen, asking != 0));
-}
-
-}  // extern "C"
