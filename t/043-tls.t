@@ -64,7 +64,7 @@ my @bad = (
     [ 'tls_ca= without tls',
       "rl_zone z redis=127.0.0.1:6379 tls_ca=$CA;", '"tls_ca" needs "tls"' ],
     [ 'tls without redis', 'rl_zone z tls;',
-      '"tls" needs "redis" or "cluster"' ],
+      '"tls" needs "redis", "cluster" or "sentinel"' ],
     [ 'tls to a unix socket', 'rl_zone z redis=unix:/tmp/x.sock tls;',
       '"tls" needs a TCP address, not "unix:/tmp/x.sock"' ],
     [ 'tls_cert= without tls_key=',

@@ -13,6 +13,11 @@ package RlTest::Redis;
 #   $r->kill('STOP'); $r->kill('CONT'); $r->kill('KILL');
 #   $r->restart;                      # same port, same socket, empty data
 #   $r->stop;
+#   RlTest::Redis->new(host => '127.0.0.2');   # bound to that address only
+#   RlTest::Redis->new(sentinel => $lines);    # redis-server --sentinel,
+#                                     # $lines its sentinel.conf (kept, as
+#                                     # the sentinel rewrites it, across a
+#                                     # restart)
 
 use strict;
 use warnings;
@@ -31,6 +36,8 @@ sub new {
     my $self = bless {
         dir      => $dir,
         port     => $opt{port} // free_port(),
+        host     => $opt{host} // '127.0.0.1',
+        sentinel => $opt{sentinel},
         sock     => "$dir/redis.sock",
         password => $opt{password},
         args     => $opt{args} // [],
@@ -44,6 +51,8 @@ sub new {
 }
 
 sub port { $_[0]{port} }
+sub host { $_[0]{host} }
+sub addr { "$_[0]{host}:$_[0]{port}" }
 sub tls_port { $_[0]{tls_port} }
 sub sock { $_[0]{sock} }
 sub pid  { $_[0]{pid} }
@@ -60,9 +69,21 @@ sub start {
     die "redis already running (pid $self->{pid})\n"
         if $self->{pid} && pid_alive($self->{pid});
     unlink $self->{sock};
+    my @mode = ('redis-server');
+    if (defined $self->{sentinel}) {
+        my $conf = "$self->{dir}/sentinel.conf";
+        unless (-e $conf) {
+            open my $fh, '>', $conf or die "$conf: $!";
+            print $fh $self->{sentinel};
+            close $fh;
+        }
+        @mode = ('redis-server', $conf, '--sentinel');
+    }
+    my @bind = $self->{host} eq '127.0.0.1' ? ('127.0.0.1', '-::1')
+                                            : ($self->{host});
     my @cmd = (
-        'redis-server',
-        '--port', $self->{port}, '--bind', '127.0.0.1', '-::1',
+        @mode,
+        '--port', $self->{port}, '--bind', @bind,
         '--unixsocket', $self->{sock}, '--unixsocketperm', '777',
         '--save', '', '--appendonly', 'no',
         '--dir', $self->{dir}, '--daemonize', 'no', '--logfile', '',
@@ -94,7 +115,7 @@ sub start {
 # One PING over a raw socket; true on +PONG (or -NOAUTH, which means up).
 sub ping {
     my ($self) = @_;
-    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+    my $s = IO::Socket::IP->new(PeerHost => $self->{host},
                                 PeerPort => $self->{port}, Timeout => 1)
         or return 0;
     syswrite $s, "PING\r\n";
@@ -109,7 +130,7 @@ sub cli {
     my ($self, @args) = @_;
     my @auth = defined $self->{password}
              ? ('--no-auth-warning', '-a', $self->{password}) : ();
-    open my $fh, '-|', 'redis-cli', '-h', '127.0.0.1', '-p', $self->{port},
+    open my $fh, '-|', 'redis-cli', '-h', $self->{host}, '-p', $self->{port},
         @auth, @args
         or die "redis-cli: $!";
     local $/;
