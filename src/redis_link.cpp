@@ -782,25 +782,16 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
                       "%V: redis %V replied to refunds: %s",
                       &label_, &server_.addr, reply->str);
     }
-    Call *c = batch->first;
-    recycle(batch);
-    while (c != nullptr) {
-        Call *next = c->next;
-        ngx_http_rl_group_t *group = c->group;
-        release(c);
-        if (group != nullptr) {
-            group->call = nullptr;
-            int r = retry;
-            if (redirect && to.ask) {
-                group->ask = reinterpret_cast<ngx_http_rl_link_t *>(
-                    cluster_->asked(to, this));
-                r = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
-                                          : NGX_HTTP_RL_REFUND_FAILED;
-            }
-            ngx_http_rl_refund_done(group, r);
+    settle(batch, [&](ngx_http_rl_group_t *group) {
+        int r = retry;
+        if (redirect && to.ask) {
+            group->ask = reinterpret_cast<ngx_http_rl_link_t *>(
+                cluster_->asked(to, this));
+            r = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
+                                      : NGX_HTTP_RL_REFUND_FAILED;
         }
-        c = next;
-    }
+        ngx_http_rl_refund_done(group, r);
+    });
     if (isReadOnly(reply)) {
         readOnly(reply);
     }
@@ -977,20 +968,11 @@ bool Link::redirected(Batch *batch, const redisReply *reply) {
         }
         return false;
     }
-    Call *c = batch->first;
-    recycle(batch);
-    while (c != nullptr) {
-        Call *next = c->next;
-        ngx_http_rl_group_t *group = c->group;
-        release(c);
-        if (group != nullptr) {
-            group->call = nullptr;
-            if (!cluster_->redirect(group, to, this)) {
-                ngx_http_rl_group_done(group, nullptr, -1, nullptr, 0);
-            }
+    settle(batch, [&](ngx_http_rl_group_t *group) {
+        if (!cluster_->redirect(group, to, this)) {
+            ngx_http_rl_group_done(group, nullptr, -1, nullptr, 0);
         }
-        c = next;
-    }
+    });
     if (!to.ask) {
         cluster_->moved(to, this);      /* even with no call left */
     }

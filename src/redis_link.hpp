@@ -160,6 +160,23 @@ private:
         batch->next = freeBatches_;
         freeBatches_ = batch;
     }
+    /* The batch goes back to the free list, its calls released; f gets
+     * each call's group still waiting (its call cleared), in order. */
+    template <typename F>
+    void settle(Batch *batch, F f) {
+        Call *c = batch->first;
+        recycle(batch);
+        while (c != nullptr) {
+            Call *next = c->next;
+            ngx_http_rl_group_t *group = c->group;
+            release(c);
+            if (group != nullptr) {
+                group->call = nullptr;
+                f(group);
+            }
+            c = next;
+        }
+    }
     /* a MOVED or ASK reply to a batch: its calls go where it says */
     bool redirected(Batch *batch, const redisReply *reply);
     /* READONLY: the server is a replica now; it is located again */
