@@ -11,19 +11,48 @@
 #   make test SANITIZE=1  the unit and integration tests against the core
 #                and the module built with ASan and UBSan (build/sanitize)
 #   make fuzz    each libFuzzer target FUZZ_SECONDS (60) seconds, then a
-#                fake Redis answering random RESP through nginx (t/044)
+#                fake Redis answering random RESP through nginx (t/048)
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
 # make BUILD=DIR LUA=DIR: another build directory and script directory
 # (bench/floor builds the module with stand-in scripts)
 BUILD      := $(CURDIR)/build
+
+# make HIREDIS=1.2 NGINX=1.26 [test|module|...]: the module built with
+# hiredis 1.2 (TLS) and for nginx 1.26, both from Debian 13's source
+# packages, built once into build/deps; each pair builds into a build
+# directory of its own. Default: Debian 12's hiredis 0.14 and nginx 1.22.
+HIREDIS    ?= 0.14
+NGINX      ?= 1.22
+# not in the recipes' environment: nginx reads $NGINX as inherited sockets
+unexport NGINX HIREDIS
+DEPS       := $(CURDIR)/build/deps
+NGX_BIN    := /usr/sbin/nginx
+ifeq ($(HIREDIS),1.2)
+HIREDIS_DIR := $(DEPS)/hiredis-1.2
+HIREDIS_LIB := $(HIREDIS_DIR)/lib/libhiredis_ssl.a
+export RL_HIREDIS := $(HIREDIS_DIR)
+else ifeq ($(HIREDIS),0.14)
+export RL_HIREDIS :=
+else
+$(error HIREDIS=$(HIREDIS): 0.14 (Debian 12) or 1.2 (Debian 13's source))
+endif
+ifeq ($(NGINX),1.26)
+NGX_SRC    := $(DEPS)/nginx-1.26.3
+NGX_BIN    := $(NGX_SRC)/objs/nginx
+else ifneq ($(NGINX),1.22)
+$(error NGINX=$(NGINX): 1.22 (Debian 12) or 1.26 (Debian 13's source))
+endif
+ifneq ($(HIREDIS)-$(NGINX),0.14-1.22)
+BUILD      := $(CURDIR)/build/nginx-$(NGINX)-hiredis-$(HIREDIS)
+endif
 # make test SANITIZE=1: the module and the unit tests built with ASan
-# and UBSan (build/sanitize), every test run against them; any report
+# and UBSan (BUILD/sanitize), every test run against them; any report
 # fails the run
 SANITIZE   ?= 0
 ifeq ($(SANITIZE),1)
-BUILD      := $(CURDIR)/build/sanitize
+BUILD      := $(BUILD)/sanitize
 endif
 LUA        := lua
 MODULE_DIR := $(BUILD)/module
@@ -55,7 +84,7 @@ SAN_ENV    := ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:fast_unwind_on_malloc
               LSAN_OPTIONS=exitcode=0 \
               UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$(SAN_LOG)/ubsan \
               RL_SANITIZE=1 PATH=$(CURDIR)/tests/sanitize:$$PATH \
-              RL_NGINX=$(CURDIR)/tests/sanitize/nginx
+              RL_NGINX=$(CURDIR)/tests/sanitize/nginx RL_SANITIZE_NGINX=$(NGX_BIN)
 endif
 
 SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
@@ -72,7 +101,7 @@ deps:
 
 # Debian's way (libnginx-mod-*): configure the packaged nginx source
 # with the flags nginx was built with, then build only the modules.
-$(MODULE_DIR)/Makefile: config
+$(MODULE_DIR)/Makefile: config $(HIREDIS_LIB) $(NGX_BIN)
 	@mkdir -p $(MODULE_DIR)
 	cd $(NGX_SRC) && source ./conf_flags && ./configure \
 	    "$${NGX_CONF_FLAGS[@]}" --with-cc-opt="$(NGX_CC_OPT)" \
@@ -89,9 +118,10 @@ $(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(SOURCES)
 module: deps
 	@$(MAKE) --no-print-directory $(MODULE)
 
-unit-build: deps
+unit-build: deps $(HIREDIS_LIB)
 	cmake -S . -B $(CMAKE_DIR) -DRL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
-	    $(CMAKE_OPT) > /dev/null
+	    $(CMAKE_OPT) $(if $(HIREDIS_DIR),-DRL_HIREDIS=$(HIREDIS_DIR)) \
+	    > /dev/null
 	cmake --build $(CMAKE_DIR) -j $(JOBS)
 
 unit: unit-build
@@ -101,7 +131,7 @@ unit: unit-build
 
 integration: module
 	@$(san_reset)
-	RL_MODULE=$(MODULE) $(SAN_ENV) prove -r t
+	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove -r t
 	@$(san_check)
 
 test: unit integration
@@ -120,15 +150,41 @@ FUZZ_ROUNDS  ?= 1000
 fuzz: module
 	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
 	RL_MODULE=$(MODULE) RL_FUZZ_ROUNDS=$(FUZZ_ROUNDS) \
-	    prove t/044-random-replies.t
+	    prove t/048-random-replies.t
 
 run: module
-	@RL_MODULE=$(MODULE) RUN_DIR=$(RUN_DIR) RUN_PORT=$(RUN_PORT) \
+	@RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) RUN_DIR=$(RUN_DIR) \
+	    RUN_PORT=$(RUN_PORT) \
 	    REDIS_PORT=$(REDIS_PORT) docker/run-local start
 
 stop:
 	@RUN_DIR=$(RUN_DIR) docker/run-local stop
 
+# hiredis 1.2 with its SSL part: static, position-independent, its
+# symbols hidden (the module exports none of them)
+$(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a:
+	.ci/debian-source hiredis 1.2.0 $(DEPS)
+	$(MAKE) -C $(DEPS)/hiredis-1.2.0 -j $(JOBS) USE_SSL=1 OPTIMIZATION=-O2 \
+	    CFLAGS="-fvisibility=hidden -fstack-protector-strong \
+	            -D_FORTIFY_SOURCE=2" static > /dev/null
+	mkdir -p $(DEPS)/hiredis-1.2/include/hiredis $(DEPS)/hiredis-1.2/lib
+	cd $(DEPS)/hiredis-1.2.0 && cp hiredis.h async.h read.h sds.h alloc.h \
+	    sockcompat.h hiredis_ssl.h $(DEPS)/hiredis-1.2/include/hiredis/
+	cp $(DEPS)/hiredis-1.2.0/libhiredis.a $(DEPS)/hiredis-1.2/lib/
+	cp $(DEPS)/hiredis-1.2.0/libhiredis_ssl.a $@
+
+# nginx 1.26, a plain build with the modules the tests use; conf_flags
+# as Debian's nginx-dev has it, for the module's configure
+NGX_126_FLAGS := --with-compat --with-threads --with-http_ssl_module \
+    --with-http_v2_module --with-http_auth_request_module \
+    --with-http_stub_status_module --with-http_realip_module
+$(DEPS)/nginx-1.26.3/objs/nginx:
+	.ci/debian-source nginx 1.26.3 $(DEPS)
+	cd $(DEPS)/nginx-1.26.3 && ./configure $(NGX_126_FLAGS) \
+	    --prefix=$(DEPS)/nginx-1.26.3 --with-cc-opt="$(NGX_CC_OPT)" \
+	    > configure.log
+	$(MAKE) -C $(DEPS)/nginx-1.26.3 -f objs/Makefile -j $(JOBS) > /dev/null
+	echo 'NGX_CONF_FLAGS=( $(NGX_126_FLAGS) )' > $(DEPS)/nginx-1.26.3/conf_flags
 # The Debian package libnginx-mod-http-rl, built as Debian builds its
 # nginx modules (debian/: dh_nginx), out of tree in build/deb:
 # build/libnginx-mod-http-rl_VERSION_ARCH.deb (.ci/deb-check installs it).

@@ -74,12 +74,31 @@ typedef struct {
 } ngx_http_rl_rule_stats_t;
 
 
-/* A Redis server: a cluster= seed, or a node the cluster told of. */
+/* A Redis server: a cluster= seed or a sentinel= node, or a node the
+ * cluster told of. */
 typedef struct {
     ngx_str_t                   host;       /* numeric, NUL-terminated */
     ngx_int_t                   port;
     ngx_str_t                   addr;       /* host:port, for logs */
+    ngx_str_t                   name;       /* the host as written when a
+                                               name (looked up again
+                                               through a resolver), else
+                                               empty */
 } ngx_http_rl_server_t;
+
+
+/* A zone's TLS to Redis (redis_tls.cpp): every node of the zone. */
+typedef struct {
+    ngx_flag_t                  enabled;    /* "tls" */
+    ngx_flag_t                  verify;     /* chain and name checked */
+    ngx_str_t                   server_name; /* checked, sent as SNI;
+                                               empty: each node's IP */
+    ngx_str_t                   ca;         /* files, full names, NUL */
+    ngx_str_t                   cert;
+    ngx_str_t                   key;
+    void                       *ctx;        /* SSL_CTX, made with the
+                                               configuration */
+} ngx_http_rl_tls_t;
 
 
 typedef struct {
@@ -87,14 +106,22 @@ typedef struct {
     ngx_str_t                   addr;       /* as written, for logs */
     ngx_str_t                   host;       /* numeric or unix path, NUL */
     ngx_int_t                   port;       /* 0: unix socket */
+    ngx_str_t                   name_host;  /* redis=: the host as
+                                               written when a name */
     ngx_http_rl_server_t       *seeds;      /* cluster=, resolved */
     ngx_uint_t                  nseeds;     /* 0: no cluster */
+    ngx_http_rl_server_t       *sentinels;  /* sentinel=, resolved */
+    ngx_uint_t                  nsentinels; /* 0: no sentinel */
+    ngx_str_t                   master;     /* master= */
+    ngx_str_t                   sentinel_username;
+    ngx_str_t                   sentinel_password;
     ngx_str_t                   username;
     ngx_str_t                   password;
     ngx_int_t                   db;
     ngx_str_t                   prefix;
     ngx_msec_t                  timeout;
     ngx_msec_t                  connect_timeout;
+    ngx_http_rl_tls_t           tls;
     ngx_uint_t                  failure;
     ngx_msec_t                  lease;      /* 0: none (src/lease.cpp) */
     uint32_t                    lease_crc;  /* the zone, across reloads */
@@ -144,6 +171,8 @@ typedef struct {
     ngx_shm_zone_t             *deny;       /* the deny cache */
     ngx_shm_zone_t             *leases;     /* the lease table, if any */
     void                       *lease_worker; /* per worker (lease.cpp) */
+    ngx_resolver_t             *resolver;   /* the http block's, if any */
+    ngx_msec_t                  resolver_timeout;
 } ngx_http_rl_main_conf_t;
 
 
@@ -279,9 +308,9 @@ char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 /* ngx_http_rl_headers.c */
 void ngx_http_rl_header_filter_init(void);
 
-/* redis_link.cpp: per worker, a store per Redis zone (one connection
- * per server, or a cluster's: cluster.cpp), and the link (connection)
- * that serves a slot of it */
+/* redis_stores.cpp: per worker, a store per Redis zone (one connection
+ * per server, or a cluster's: redis_cluster.cpp), and the link
+ * (connection, redis_link.cpp) that serves a slot of it */
 ngx_int_t ngx_http_rl_stores_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
@@ -299,6 +328,11 @@ void ngx_http_rl_call_timed_out(ngx_http_rl_call_t *call) RL_NOEXCEPT;
 ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
     ngx_http_rl_group_t *group, ngx_uint_t asking, ngx_uint_t argc,
     const char **argv, const size_t *argvlen) RL_NOEXCEPT;
+
+/* redis_tls.cpp: the zone's TLS context, made now (its files read,
+ * their errors named, as nginx -t shows), freed with cf->pool */
+char *ngx_http_rl_tls_conf(ngx_conf_t *cf, ngx_http_rl_zone_t *zone)
+    RL_NOEXCEPT;
 
 /* shm_store.cpp: the embedded store in shared memory */
 ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
@@ -335,7 +369,8 @@ ngx_int_t ngx_http_rl_leases_init(ngx_cycle_t *cycle,
 void ngx_http_rl_leases_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 /* frees the calls the links let go of, after they went */
 void ngx_http_rl_leases_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
-/* redis_link.cpp: writes what the links have queued, now (worker exit) */
+/* redis_stores.cpp: writes what the links have queued, now (worker
+ * exit) */
 void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */

@@ -16,14 +16,27 @@
 
 #include "ngx_http_rl_hiredis.h"
 
+#if (NGX_HTTP_RL_TLS)
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#endif
+
 
 typedef struct {
     redisAsyncContext   *ac;
     ngx_connection_t    *conn;
+#if (NGX_HTTP_RL_TLS)
+    SSL                 *ssl;
+    unsigned             reading:1;  /* in redisAsyncHandleRead */
+    unsigned             freed:1;    /* cleanup came meanwhile */
+#endif
 } ngx_http_rl_hiredis_events_t;
 
 
 static void ngx_http_rl_hiredis_read(ngx_event_t *ev);
+#if (NGX_HTTP_RL_TLS)
+static void ngx_http_rl_hiredis_read_tls(ngx_http_rl_hiredis_events_t *e);
+#endif
 static void ngx_http_rl_hiredis_write(ngx_event_t *ev);
 static void ngx_http_rl_hiredis_add_read(void *privdata);
 static void ngx_http_rl_hiredis_del_read(void *privdata);
@@ -79,15 +92,66 @@ ngx_http_rl_hiredis_attach(redisAsyncContext *ac, ngx_log_t *log)
 }
 
 
+#if (NGX_HTTP_RL_TLS)
+
+void
+ngx_http_rl_hiredis_tls(redisAsyncContext *ac, void *ssl)
+{
+    ngx_http_rl_hiredis_events_t  *e = ac->ev.data;
+
+    e->ssl = ssl;
+}
+
+#endif
+
+
 static void
 ngx_http_rl_hiredis_read(ngx_event_t *ev)
 {
     ngx_connection_t              *c = ev->data;
     ngx_http_rl_hiredis_events_t  *e = c->data;
 
+#if (NGX_HTTP_RL_TLS)
+    if (e->ssl != NULL) {
+        ngx_http_rl_hiredis_read_tls(e);
+        return;
+    }
+#endif
+
     /* may free the context, and e with it: nothing after this call */
     redisAsyncHandleRead(e->ac);
 }
+
+
+#if (NGX_HTTP_RL_TLS)
+
+/* hiredis takes at most 16 KiB per read: what OpenSSL decrypted beyond
+ * that is in no socket buffer any more, so epoll would not say so */
+
+static void
+ngx_http_rl_hiredis_read_tls(ngx_http_rl_hiredis_events_t *e)
+{
+    ngx_event_t  *rev;
+
+    ERR_clear_error();
+
+    e->reading = 1;
+    redisAsyncHandleRead(e->ac);
+
+    if (e->freed) {
+        ngx_free(e);
+        return;
+    }
+
+    e->reading = 0;
+    rev = e->conn->read;
+
+    if (SSL_pending(e->ssl) > 0 && !rev->posted) {
+        ngx_post_event(rev, &ngx_posted_events);
+    }
+}
+
+#endif
 
 
 static void
@@ -98,6 +162,11 @@ ngx_http_rl_hiredis_write(ngx_event_t *ev)
 
     /* may free the context, and e with it: nothing after this call
      * touches e */
+#if (NGX_HTTP_RL_TLS)
+    if (e->ssl != NULL) {
+        ERR_clear_error();
+    }
+#endif
     ngx_http_rl_hiredis_writing = 1;
     redisAsyncHandleWrite(e->ac);
     ngx_http_rl_hiredis_writing = 0;
@@ -189,5 +258,13 @@ ngx_http_rl_hiredis_cleanup(void *privdata)
     /* hiredis closes the socket; stale epoll events see fd == -1 */
     ngx_free_connection(c);
     c->fd = (ngx_socket_t) -1;
+
+#if (NGX_HTTP_RL_TLS)
+    if (e->reading) {
+        e->freed = 1;   /* ngx_http_rl_hiredis_read_tls() frees it */
+        return;
+    }
+#endif
+
     ngx_free(e);
 }

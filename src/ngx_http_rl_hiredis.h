@@ -20,5 +20,13 @@
  * connection object without closing it. */
 ngx_int_t ngx_http_rl_hiredis_attach(redisAsyncContext *ac, ngx_log_t *log);
 
+#if (NGX_HTTP_RL_TLS)
+/* The attached context speaks TLS through ssl (an SSL *, hiredis'):
+ * OpenSSL's error queue is cleared before each read and write, so that
+ * an error in it is this connection's, and records OpenSSL has read
+ * but hiredis not taken are read on the next turn. */
+void ngx_http_rl_hiredis_tls(redisAsyncContext *ac, void *ssl);
+#endif
+
 
 #endif /* NGX_HTTP_RL_HIREDIS_H_INCLUDED_ */

@@ -441,6 +441,7 @@ ngx_http_rl_init(ngx_conf_t *cf)
     ngx_http_rl_zone_t        **zones;
     ngx_http_handler_pt        *h;
     ngx_http_rl_main_conf_t    *rmcf;
+    ngx_http_core_loc_conf_t   *clcf;
     ngx_http_core_main_conf_t  *cmcf;
 
     rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
@@ -486,6 +487,16 @@ ngx_http_rl_init(ngx_conf_t *cf)
 
         rmcf->metrics->init = ngx_http_rl_metrics_init_zone;
         rmcf->metrics->data = rmcf;
+    }
+
+    /* the http block's resolver: names of redis=, cluster= and
+     * sentinel= are looked up again through it at each connect (where
+     * it has no "resolver", nginx gave it one with no server) */
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->resolver != NULL && clcf->resolver->connections.nelts > 0) {
+        rmcf->resolver = clcf->resolver;
+        rmcf->resolver_timeout = clcf->resolver_timeout;
     }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);

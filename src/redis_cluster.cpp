@@ -30,19 +30,6 @@ void onAskTimeout(ngx_event_t *ev) noexcept {
     static_cast<Cluster *>(ev->data)->askTimedOut();
 }
 
-bool numeric(ngx_str_t host) {
-    if (ngx_inet_addr(host.data, host.len) != INADDR_NONE) {
-        return true;
-    }
-#if (NGX_HAVE_INET6)
-    u_char a[16];
-    if (ngx_inet6_addr(host.data, host.len, a) == NGX_OK) {
-        return true;
-    }
-#endif
-    return false;
-}
-
 bool integer(const redisReply *r, long long lo, long long hi) {
     return r->type == REDIS_REPLY_INTEGER && r->integer >= lo &&
            r->integer <= hi;
@@ -50,10 +37,17 @@ bool integer(const redisReply *r, long long lo, long long hi) {
 
 }  // namespace
 
+Cluster::Node::Node(Cluster *c, ngx_str_t h, ngx_int_t p, ngx_str_t n,
+                    const Resolving &resolving)
+    : NodeText(h, p, n),
+      AddressLocator(text.server(name), true, resolving, c->label_,
+                     c->log_),
+      cluster(c) {}
+
 Cluster::Cluster(ngx_http_rl_zone_t **zones, ngx_uint_t nzones,
-                 ngx_str_t label, ngx_log_t *log)
+                 ngx_str_t label, const Resolving &resolving, ngx_log_t *log)
     : zone_(zones[0]), zones_(zones), nzones_(nzones), label_(label),
-      log_(log) {
+      resolving_(resolving), log_(log) {
     initTimer(&refresh_, onRefresh, this, log);
     initTimer(&askTimer_, onAskTimeout, this, log);
 }
@@ -65,6 +59,7 @@ Cluster::~Cluster() {
     for (ngx_uint_t i = 0; i < nnodes_; i++) {
         nodes_[i]->link->~Link();
         ngx_free(nodes_[i]->link);
+        nodes_[i]->~Node();
         ngx_free(nodes_[i]);
     }
     ngx_free(nodes_);
@@ -81,7 +76,8 @@ bool Cluster::start() {
     }
     ngx_memzero(slots_, size);
     for (ngx_uint_t i = 0; i < zone_->nseeds; i++) {
-        Node *n = node(zone_->seeds[i].host, zone_->seeds[i].port);
+        Node *n = node(zone_->seeds[i].host, zone_->seeds[i].port,
+                       zone_->seeds[i].name);
         if (n == nullptr) {
             return false;
         }
@@ -90,16 +86,18 @@ bool Cluster::start() {
     return true;
 }
 
-Cluster::Node *Cluster::node(ngx_str_t host, ngx_int_t port) {
+Cluster::Node *Cluster::node(ngx_str_t host, ngx_int_t port,
+                             ngx_str_t name) {
     for (ngx_uint_t i = 0; i < nnodes_; i++) {
         Node *n = nodes_[i];
-        if (n->server.port == port && n->server.host.len == host.len &&
-            ngx_memcmp(n->server.host.data, host.data, host.len) == 0)
+        const ngx_http_rl_server_t &at = n->server();
+        if (at.port == port && at.host.len == host.len &&
+            ngx_memcmp(at.host.data, host.data, host.len) == 0)
         {
             return n;
         }
     }
-    if (host.len > NGX_SOCKADDR_STRLEN || !numeric(host)) {
+    if (host.len > NGX_SOCKADDR_STRLEN || !numericHost(host)) {
         if (!hostnames_) {
             hostnames_ = true;
             ngx_log_error(NGX_LOG_WARN, log_, 0,
@@ -126,21 +124,15 @@ Cluster::Node *Cluster::node(ngx_str_t host, ngx_int_t port) {
         nodes_ = a;
         capNodes_ = cap;
     }
-    auto *n = static_cast<Node *>(ngx_calloc(sizeof(Node), log_));
+    void *at = ngx_alloc(sizeof(Node), log_);
     void *mem = ngx_alloc(sizeof(Link), log_);
-    if (n == nullptr || mem == nullptr) {
-        ngx_free(n);
+    if (at == nullptr || mem == nullptr) {
+        ngx_free(at);
         ngx_free(mem);
         return nullptr;
     }
-    ngx_memcpy(n->host, host.data, host.len);
-    n->server.host = {host.len, n->host};
-    n->server.port = port;
-    bool v6 = ngx_strlchr(host.data, host.data + host.len, ':') != nullptr;
-    u_char *end = ngx_sprintf(n->addr, v6 ? "[%V]:%i" : "%V:%i",
-                              &n->server.host, port);
-    n->server.addr = {static_cast<size_t>(end - n->addr), n->addr};
-    n->link = new (mem) Link(zones_, nzones_, label_, n->server, this, log_);
+    Node *n = new (at) Node(this, host, port, name, resolving_);
+    n->link = new (mem) Link(zones_, nzones_, label_, n, false, log_);
     n->index = static_cast<uint16_t>(nnodes_ + 1);
     nodes_[nnodes_++] = n;
     n->link->connect();

@@ -4,17 +4,20 @@
  * MOVED reply updates that slot and sends the call on, an ASK reply
  * sends it once with ASKING. The map is asked again on MOVED, on an
  * unknown slot and, every second, while a master is unreachable (until
- * the cluster fails over to a replica and the map says so). */
+ * the cluster fails over to a replica and the map says so). Each node is
+ * its link's locator (locator.hpp): its address, a seed's looked up
+ * again through a resolver; the links tell the cluster of their state,
+ * their MOVED and ASK replies, and the maps they read (Slots). */
 #pragma once
 
 #include "redis_link.hpp"
 
 namespace rl {
 
-class Cluster : public Store {
+class Cluster : public Store, public Slots {
 public:
     Cluster(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
-            ngx_log_t *log);
+            const Resolving &resolving, ngx_log_t *log);
     ~Cluster() override;
 
     /* connects the seeds; false when out of memory */
@@ -25,33 +28,47 @@ public:
     /* from its links */
     void nodeReady(Link *link);
     void nodeChanged();
-    /* a call's group, redirected: false when it cannot go on */
+    /* Slots */
     bool redirect(ngx_http_rl_group_t *group, const Redirect &to,
-                  Link *from);
-    /* MOVED to a refund: the slot's new node, for its retry */
-    void moved(const Redirect &to, Link *from);
-    /* CLUSTERDOWN and the like: the map may be wrong */
-    void doubt();
-    /* where an ASK says, NULL if nowhere known */
-    Link *asked(const Redirect &to, Link *from);
-    void slotsReplied(Link *link, const redisReply *reply);
+                  Link *from) override;
+    void moved(const Redirect &to, Link *from) override;
+    void doubt() override;
+    Link *asked(const Redirect &to, Link *from) override;
+    void slotsReplied(Link *link, const redisReply *reply) override;
     void refreshDue();
     void askTimedOut();
 
 private:
-    struct Node {
-        ngx_http_rl_server_t server;
-        u_char host[NGX_SOCKADDR_STRLEN + 1];
-        u_char addr[NGX_SOCKADDR_STRLEN + 8];
-        Link *link;
-        uint16_t index;             /* in nodes_, + 1: as slots_ says */
-        bool seed;
-        bool mapped;
+    /* its address, as the cluster gave it (a seed's, as written) */
+    struct NodeText {
+        NodeText(ngx_str_t h, ngx_int_t p, ngx_str_t n) : name(n) {
+            text.set(h, p);
+        }
+        ServerText text;
+        ngx_str_t name;
+    };
+
+    /* a node: where its link connects, and what the link tells */
+    struct Node : NodeText, AddressLocator {
+        Node(Cluster *c, ngx_str_t host, ngx_int_t port, ngx_str_t name,
+             const Resolving &resolving);
+        void ready(Link *) override { cluster->nodeReady(link); }
+        bool upChanged(Link *) override {
+            cluster->nodeChanged();
+            return true;
+        }
+        Slots *slots() override { return cluster; }
+
+        Cluster *cluster;
+        Link *link = nullptr;
+        uint16_t index = 0;         /* in nodes_, + 1: as slots_ says */
+        bool seed = false;
+        bool mapped = false;
     };
 
     /* the node at host:port (numeric), made if new; NULL if the host
-     * is no address or out of memory */
-    Node *node(ngx_str_t host, ngx_int_t port);
+     * is no address or out of memory; name: a seed's host as written */
+    Node *node(ngx_str_t host, ngx_int_t port, ngx_str_t name = {0, nullptr});
     Node *node(const Redirect &to, Link *from);
     /* timer: may connect the seeds again */
     void refresh(bool timer);
@@ -64,6 +81,7 @@ private:
     ngx_http_rl_zone_t **zones_;
     ngx_uint_t nzones_;
     ngx_str_t label_;
+    Resolving resolving_;
     ngx_log_t *log_;
     Node **nodes_ = nullptr;
     ngx_uint_t nnodes_ = 0;

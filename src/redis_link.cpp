@@ -1,17 +1,23 @@
 /*
  * redis_link.cpp: per worker, one pipelined hiredis connection per Redis
- * server, shared by the zones on it (same address, credentials, db and
- * timeouts). Requests sent during one turn of the event loop leave
+ * server, shared by the zones on it (same address, credentials, db, TLS
+ * and timeouts). Requests sent during one turn of the event loop leave
  * together, whatever their zone, as one script call, when the turn's
  * posted events run (batch.hpp).
  *
- * States: idle (a reconnect timer is armed), connecting (TCP and the
- * handshake: AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD, bounded by
- * connect_timeout) and ready. A ready link whose request timed out with
- * no reply since is "stalled": new requests get the failure policy at
- * once; a reply clears it, and if none comes within connect_timeout the
- * connection is dropped and made again. Incidents are logged once, when
- * the link goes down, and once when it is back.
+ * States: idle (a reconnect timer is armed), connecting (TCP, TLS for
+ * a tls zone, and the handshake: AUTH, SELECT, CLIENT SETNAME, SCRIPT
+ * LOAD, bounded by connect_timeout) and ready. A ready link whose
+ * request timed out with no reply since is "stalled": new requests get
+ * the failure policy at once; a reply clears it, and if none comes
+ * within connect_timeout the connection is dropped and made again.
+ * Incidents are logged once, when the link goes down, and once when it
+ * is back.
+ *
+ * Where a link connects to, its locator says (locator.hpp), each time
+ * it connects: a fixed address, a name looked up again, the master
+ * sentinels name (checked with ROLE), a cluster's node. The locator
+ * also tells when the server moved (a sentinel's +switch-master).
  *
  * A Redis Cluster's nodes are links too, each to one master, driven by
  * the cluster's store (redis_cluster.cpp): their batches hold one slot
@@ -20,13 +26,12 @@
 
 #include "redis_link.hpp"
 
-#include <new>
+#include <initializer_list>
 
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
-#include "redis_cluster.hpp"
 
 namespace rl {
 namespace {
@@ -39,6 +44,7 @@ void onConnect(const redisAsyncContext *ac, int status) noexcept;
 void onDisconnect(const redisAsyncContext *ac, int status) noexcept;
 void onHandshake(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onNamed(redisAsyncContext *ac, void *reply, void *data) noexcept;
+void onRole(redisAsyncContext *ac, void *reply, void *data) noexcept;
 void onScriptLoaded(redisAsyncContext *ac, void *reply,
                     void *data) noexcept;
 void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
@@ -73,6 +79,10 @@ void onHandshake(redisAsyncContext *ac, void *reply, void *) noexcept {
 
 void onNamed(redisAsyncContext *ac, void *reply, void *) noexcept {
     linkOf(ac)->named(ac, static_cast<redisReply *>(reply));
+}
+
+void onRole(redisAsyncContext *ac, void *reply, void *) noexcept {
+    linkOf(ac)->roleReplied(ac, static_cast<redisReply *>(reply));
 }
 
 void onScriptLoaded(redisAsyncContext *ac, void *reply, void *) noexcept {
@@ -121,11 +131,11 @@ void onProbeTimer(ngx_event_t *ev) noexcept {
 }  // namespace
 
 Link::Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
-           const ngx_http_rl_server_t &server, Cluster *cluster,
-           ngx_log_t *log)
+           Locator *locator, bool owned, ngx_log_t *log)
     : zone_(zones[0]), zones_(zones), nzones_(nzones), label_(label),
-      server_(server), cluster_(cluster), log_(log),
-      backoff_(kFirstBackoff) {
+      locator_(locator), cluster_(locator->slots()), log_(log),
+      backoff_(kFirstBackoff), owned_(owned) {
+    server_.addr = locator->what();
     initTimer(&reconnect_, onReconnectTimer, this, log_);
     initTimer(&deadline_, onDeadlineTimer, this, log_);
     initTimer(&flush_, onFlush, this, log_);
@@ -134,6 +144,8 @@ Link::Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
 
 Link::~Link() {
     exiting_ = true;
+    locator_->cancel();     /* no answer comes any more */
+    locating_ = false;
     stopTimer(&reconnect_);
     stopTimer(&deadline_);
     stopTimer(&probeTimer_);
@@ -160,11 +172,25 @@ Link::~Link() {
         freeBatches_ = b->next;
         ngx_free(b);
     }
+    if (owned_) {
+        locator_->~Locator();
+        ngx_free(locator_);
+    }
 }
 
+/* Connecting: the locator says where the server is (located(), now or
+ * after a lookup, bounded by the locator), then four steps, each
+ * pipelined behind the one before and all bounded by connect_timeout
+ * (deadline_): the TCP connect (open()), TLS (startTls(), for a tls
+ * zone), AUTH/SELECT/CLIENT SETNAME (and ROLE, where the locator wants
+ * a master: handshake()) and SCRIPT LOAD (loadScript()), whose reply
+ * makes the link ready. A step that fails at once has logged, dropped
+ * the connection and scheduled the next attempt. Requests queue while
+ * the server is located, as behind the handshake. */
 void Link::connect() {
     retired_ = false;
-    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit || ac_ != nullptr)
+    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit ||
+        ac_ != nullptr || locating_)
     {
         return;
     }
@@ -174,7 +200,57 @@ void Link::connect() {
             (void) ngx_atomic_fetch_add(&s->reconnects, 1);
         });
     }
+    locating_ = true;
+    locator_->locate(this);     /* located(), now or later */
+}
 
+void Link::located(const ngx_http_rl_server_t *at, const char *why) {
+    if (!locating_) {
+        return;
+    }
+    locating_ = false;
+    if (exiting_ || retired_ || ngx_exiting || ngx_terminate || ngx_quit) {
+        flush();    /* queued calls: the policy */
+        return;
+    }
+    if (at == nullptr) {
+        fail("cannot connect", why);
+        schedule();
+        flush();
+        return;
+    }
+    server_ = *at;
+    if (!open() || (zone_->tls.enabled && !startTls())) {
+        flush();
+        return;
+    }
+    handshake();
+    loadScript();
+    if (ac_ == nullptr) {
+        flush();
+        return;
+    }
+    ngx_add_timer(&deadline_, zone_->connect_timeout);
+    if ((!queue_.empty() || !refunds_.empty()) && !flush_.posted) {
+        ngx_post_event(&flush_, &ngx_posted_events);
+    }
+}
+
+/* A failover: the calls in flight get the policy, requests queue behind
+ * the new connection (no incident unless it fails). */
+void Link::moved() {
+    if (exiting_ || retired_ || locating_) {
+        return;     /* locating: the answer to come knows */
+    }
+    drop();
+    backoff_ = kFirstBackoff;
+    stopTimer(&reconnect_);
+    connect();
+}
+
+/* TCP: a non-blocking connect to an address (never a name), the socket
+ * on nginx's event loop */
+bool Link::open() {
     redisAsyncContext *ac;
     if (server_.port == 0) {
         ac = redisAsyncConnectUnix(
@@ -186,19 +262,19 @@ void Link::connect() {
     if (ac == nullptr) {
         fail("cannot connect", "out of memory");
         schedule();
-        return;
+        return false;
     }
     if (ac->err) {
         fail("cannot connect", ac->errstr);
         redisAsyncFree(ac);
         schedule();
-        return;
+        return false;
     }
     if (ngx_http_rl_hiredis_attach(ac, log_) != NGX_OK) {
         fail("cannot connect", "no free nginx connection");
         redisAsyncFree(ac);
         schedule();
-        return;
+        return false;
     }
 
     ac->data = this;
@@ -207,10 +283,26 @@ void Link::connect() {
     stalled_ = false;
     lost_ = false;
     probing_ = false;
+    tls_.end();
     redisAsyncSetConnectCallback(ac, onConnect);
     redisAsyncSetDisconnectCallback(ac, onDisconnect);
+    return true;
+}
 
-    /* The handshake is pipelined behind the TCP connect. */
+/* TLS (redis_tls.cpp): the handshake starts now and goes on as hiredis
+ * reads and writes, ahead of the commands queued behind it */
+bool Link::startTls() {
+    if (tls_.start(ac_, zone_->tls, server_.host)) {
+        return true;
+    }
+    fail("TLS handshake failed", tls_.why());
+    drop();
+    schedule();
+    return false;
+}
+
+/* AUTH, SELECT, CLIENT SETNAME: their replies come before the script's */
+void Link::handshake() {
     const char *argv[3];
     size_t len[3];
     if (zone_->password.len) {
@@ -241,7 +333,17 @@ void Link::connect() {
     argv[2] = NGX_HTTP_RL_CLIENT_NAME;
     len[2] = sizeof(NGX_HTTP_RL_CLIENT_NAME) - 1;
     command(onNamed, 3, argv, len);
+    if (locator_->wantsMaster()) {
+        argv[0] = "ROLE";
+        len[0] = 4;
+        command(onRole, 1, argv, len);
+    }
+}
 
+/* SCRIPT LOAD: its reply (scriptLoaded()) makes the link ready */
+void Link::loadScript() {
+    const char *argv[3];
+    size_t len[3];
     size_t scriptLen;
     argv[0] = "SCRIPT";
     len[0] = 6;
@@ -250,10 +352,6 @@ void Link::connect() {
     argv[2] = rl_script_text(&scriptLen);
     len[2] = scriptLen;
     command(onScriptLoaded, 3, argv, len);
-
-    if (ac_ != nullptr) {
-        ngx_add_timer(&deadline_, zone_->connect_timeout);
-    }
 }
 
 bool Link::command(redisCallbackFn *fn, int argc, const char **argv,
@@ -276,10 +374,14 @@ void Link::connected(const redisAsyncContext *ac, int status) {
     if (ac != ac_ || status == REDIS_OK) {
         return;
     }
-    /* hiredis frees the context after this callback */
+    /* hiredis frees the context after this callback; TLS, if started,
+     * may know better why it failed */
+    const char *tls = tls_.on() ? tls_.failure(ac->errstr) : nullptr;
     ac_ = nullptr;
+    tls_.end();
     ready_ = false;
-    fail("cannot connect", ac->errstr);
+    fail(tls != nullptr ? "TLS handshake failed" : "cannot connect",
+         tls != nullptr ? tls : ac->errstr);
     stopTimer(&deadline_);
     schedule();
 }
@@ -294,18 +396,28 @@ void Link::disconnected(const redisAsyncContext *ac) {
      * behind the handshake (an incident opens if that fails) */
     bool quiet = ready_ && !stalled_ && !lost_ && !down_ &&
                  ngx_current_msec - readyAt_ >= 1000;
+    /* a TLS failure (a certificate not verified, the server's alert) is
+     * named as TLS tells it, before the context and its SSL go */
+    const char *tls = !tls_.on() ? nullptr
+                      : tls_.failure(ready_ ? nullptr : ac->errstr);
+    const char *why = tls != nullptr     ? tls
+                      : ac->errstr[0]    ? ac->errstr
+                                         : "by peer";
+    bool handshaking = !ready_;
     ac_ = nullptr;
+    tls_.end();
     ready_ = false;
     stopTimer(&deadline_);
     if (quiet && !exiting_) {
         ngx_log_error(NGX_LOG_INFO, log_, 0,
                       "%V: redis %V closed an idle connection "
                       "(%s): connecting again", &label_, &server_.addr,
-                      ac->errstr[0] ? ac->errstr : "by peer");
+                      why);
         connect();
         return;
     }
-    fail("connection closed", ac->errstr[0] ? ac->errstr : "by peer");
+    fail(tls != nullptr && handshaking ? "TLS handshake failed"
+                                       : "connection closed", why);
     schedule();
 }
 
@@ -342,6 +454,51 @@ void Link::named(redisAsyncContext *ac, redisReply *reply) {
                   reply->str);
 }
 
+/* A master, as the locator wants: a replica is never used, the locator
+ * is asked again (after the backoff). A Redis that refuses ROLE (an ACL
+ * without it) is taken at the locator's word. */
+void Link::roleReplied(redisAsyncContext *ac, redisReply *reply) {
+    if (ac != ac_ || reply == nullptr) {
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (ngx_strncmp(reply->str, "NOAUTH", 6) == 0) {
+            fail("handshake failed", reply->str);
+            drop();
+            schedule();
+        } else if (!roleRefused_) {
+            roleRefused_ = true;
+            ngx_log_error(NGX_LOG_INFO, log_, 0,
+                          "%V: redis %V refused ROLE (%s): it is taken "
+                          "for the master", &label_, &server_.addr,
+                          reply->str);
+        }
+        return;
+    }
+    const redisReply *role =
+        reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
+            ? reply->element[0] : nullptr;
+    if (role != nullptr && role->type == REDIS_REPLY_STRING &&
+        role->len == 6 && ngx_strncmp(role->str, "master", 6) == 0)
+    {
+        return;
+    }
+    char why[64];
+    if (role != nullptr && role->type == REDIS_REPLY_STRING) {
+        ngx_snprintf(reinterpret_cast<u_char *>(why), sizeof(why) - 1,
+                     "ROLE says %*s%Z",
+                     role->len < 20 ? role->len : static_cast<size_t>(20),
+                     role->str);
+    } else {
+        ngx_snprintf(reinterpret_cast<u_char *>(why), sizeof(why) - 1,
+                     "no reply to ROLE%Z");
+    }
+    fail("not the master", why);
+    locator_->refused(this);
+    drop();
+    schedule();
+}
+
 void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     if (ac != ac_ || reply == nullptr) {
         return;
@@ -362,9 +519,7 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     backoff_ = kFirstBackoff;
     setUp(true);
     recovered();
-    if (cluster_ != nullptr) {
-        cluster_->nodeReady(this);
-    }
+    locator_->ready(this);
 }
 
 void Link::recovered() {
@@ -539,6 +694,9 @@ void Link::flush() {
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);   /* (worker exit: writeNow) */
     }
+    if (locating_) {
+        return;     /* they leave once the server is located */
+    }
     while (!queue_.empty()) {
         if (cluster_ == nullptr) {
             sendBatch(queue_.take(), false);
@@ -617,30 +775,25 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
         cluster_->moved(to, this);
         retry = NGX_HTTP_RL_RETRY_MOVED;
     } else if (failed && !redirect && reply != nullptr &&
-               retry != NGX_HTTP_RL_RETRY_EVAL && !replyErrors_) {
+               retry != NGX_HTTP_RL_RETRY_EVAL && !isReadOnly(reply) &&
+               !replyErrors_) {
         replyErrors_ = true;
         ngx_log_error(NGX_LOG_ERR, log_, 0,
                       "%V: redis %V replied to refunds: %s",
                       &label_, &server_.addr, reply->str);
     }
-    Call *c = batch->first;
-    recycle(batch);
-    while (c != nullptr) {
-        Call *next = c->next;
-        ngx_http_rl_group_t *group = c->group;
-        release(c);
-        if (group != nullptr) {
-            group->call = nullptr;
-            int r = retry;
-            if (redirect && to.ask) {
-                group->ask = reinterpret_cast<ngx_http_rl_link_t *>(
-                    cluster_->asked(to, this));
-                r = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
-                                          : NGX_HTTP_RL_REFUND_FAILED;
-            }
-            ngx_http_rl_refund_done(group, r);
+    settle(batch, [&](ngx_http_rl_group_t *group) {
+        int r = retry;
+        if (redirect && to.ask) {
+            group->ask = reinterpret_cast<ngx_http_rl_link_t *>(
+                cluster_->asked(to, this));
+            r = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
+                                      : NGX_HTTP_RL_REFUND_FAILED;
         }
-        c = next;
+        ngx_http_rl_refund_done(group, r);
+    });
+    if (isReadOnly(reply)) {
+        readOnly(reply);
     }
 }
 
@@ -703,6 +856,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
     }
 
     bool noScript = isNoScript(reply);
+    bool readonly = isReadOnly(reply);
     /* Anything but an error or Redis' clock, each call's part and the
      * overrides' trailer is no reply of the script's: its requests get
      * the failure policy. */
@@ -713,7 +867,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
         rules += c->rules;
     }
     if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
-        if (!noScript && !replyErrors_) {
+        if (!noScript && !readonly && !replyErrors_) {
             replyErrors_ = true;
             ngx_log_error(NGX_LOG_ERR, log_, 0,
                           "%V: redis %V replied: %s",
@@ -776,6 +930,28 @@ void Link::replied(Batch *batch, redisReply *reply) {
         }
         c = next;
     }
+    if (readonly) {
+        readOnly(reply);
+    }
+}
+
+/* A master turned replica (a failover the link heard nothing of): where
+ * the server can move, it is located again. A fixed server's READONLY
+ * is a reply error as any other. */
+bool Link::isReadOnly(const redisReply *reply) const {
+    return reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
+           cluster_ == nullptr && locator_->follows() &&
+           ngx_strncmp(reply->str, "READONLY", 8) == 0;
+}
+
+void Link::readOnly(const redisReply *reply) {
+    if (ac_ == nullptr) {
+        return;
+    }
+    fail("not the master", reply->str);
+    locator_->refused(this);
+    drop();
+    schedule();
 }
 
 /* In a cluster, a batch's slot moved (MOVED: the map says so from now),
@@ -792,20 +968,11 @@ bool Link::redirected(Batch *batch, const redisReply *reply) {
         }
         return false;
     }
-    Call *c = batch->first;
-    recycle(batch);
-    while (c != nullptr) {
-        Call *next = c->next;
-        ngx_http_rl_group_t *group = c->group;
-        release(c);
-        if (group != nullptr) {
-            group->call = nullptr;
-            if (!cluster_->redirect(group, to, this)) {
-                ngx_http_rl_group_done(group, nullptr, -1, nullptr, 0);
-            }
+    settle(batch, [&](ngx_http_rl_group_t *group) {
+        if (!cluster_->redirect(group, to, this)) {
+            ngx_http_rl_group_done(group, nullptr, -1, nullptr, 0);
         }
-        c = next;
-    }
+    });
     if (!to.ask) {
         cluster_->moved(to, this);      /* even with no call left */
     }
@@ -817,7 +984,12 @@ void Link::timedOut() {
         return;
     }
     stalled_ = true;
-    fail("no reply", "within the zone's timeout");
+    if (inTlsHandshake()) {
+        /* TLS to a port that does not speak it answers nothing */
+        fail("TLS handshake failed", "no answer within the zone's timeout");
+    } else {
+        fail("no reply", "within the zone's timeout");
+    }
     if (!deadline_.timer_set) {
         ngx_add_timer(&deadline_, zone_->connect_timeout);
     }
@@ -827,17 +999,20 @@ void Link::deadlinePassed() {
     if (ac_ == nullptr) {
         return;
     }
-    fail(ready_ ? "no reply" : "cannot connect",
-         ready_ ? "dropping the connection" : "connect_timeout expired");
+    if (inTlsHandshake()) {
+        fail("TLS handshake failed", "no answer within connect_timeout");
+    } else {
+        fail(ready_ ? "no reply" : "cannot connect",
+             ready_ ? "dropping the connection" : "connect_timeout expired");
+    }
     drop();
     schedule();
 }
 
 void Link::setUp(bool up) {
     up_ = up;
-    if (cluster_ != nullptr) {
-        cluster_->nodeChanged();    /* up when all its masters are */
-        return;
+    if (locator_->upChanged(this)) {
+        return;     /* a cluster: up when all its masters are */
     }
     eachStats([up](ngx_http_rl_zone_stats_t *s) { s->up = up ? 1 : 0; });
 }
@@ -866,6 +1041,7 @@ void Link::fail(const char *what, const char *detail) {
 void Link::drop() {
     redisAsyncContext *ac = ac_;
     ac_ = nullptr;
+    tls_.end();
     ready_ = false;
     stalled_ = false;
     stopTimer(&deadline_);
@@ -879,6 +1055,10 @@ void Link::drop() {
 
 void Link::retire() {
     retired_ = true;
+    if (locating_) {
+        locating_ = false;
+        locator_->cancel();
+    }
     if (down_) {    /* its incident ends: the cluster serves its slots */
         for (ngx_uint_t i = 0; i < nzones_; i++) {
             ngx_log_error(NGX_LOG_NOTICE, log_, 0,
@@ -921,190 +1101,3 @@ void Link::schedule() {
 }
 
 }  // namespace rl
-
-using rl::Cluster;
-using rl::Link;
-using rl::Store;
-
-namespace {
-
-/* Zones that can share one store: the same server (or the same cluster
- * seeds), user, password and db, and the same timeouts (a link is
- * stalled, and dropped, by the timeouts of its zones: a zone that waits
- * longer keeps its own). */
-bool sameStore(const ngx_http_rl_zone_t *a, const ngx_http_rl_zone_t *b) {
-    auto eq = [](const ngx_str_t &x, const ngx_str_t &y) {
-        return x.len == y.len &&
-               (x.len == 0 || ngx_memcmp(x.data, y.data, x.len) == 0);
-    };
-    return (a->nseeds > 0) == (b->nseeds > 0) &&
-           (a->nseeds == 0 || eq(a->addr, b->addr)) &&
-           a->port == b->port && eq(a->host, b->host) &&
-           eq(a->username, b->username) && eq(a->password, b->password) &&
-           a->db == b->db && a->timeout == b->timeout &&
-           a->connect_timeout == b->connect_timeout;
-}
-
-/* A server's store: its link, connecting. */
-Store *linkStore(ngx_http_rl_zone_t **zones, ngx_uint_t n, ngx_str_t label,
-                 ngx_log_t *log) {
-    void *mem = ngx_alloc(sizeof(Link), log);
-    if (mem == nullptr) {
-        return nullptr;
-    }
-    ngx_http_rl_server_t server = {zones[0]->host, zones[0]->port,
-                                   zones[0]->addr};
-    Link *link = new (mem) Link(zones, n, label, server, nullptr, log);
-    link->connect();
-    return link;
-}
-
-Store *clusterStore(ngx_http_rl_zone_t **zones, ngx_uint_t n,
-                    ngx_str_t label, ngx_log_t *log) {
-    void *mem = ngx_alloc(sizeof(Cluster), log);
-    if (mem == nullptr) {
-        return nullptr;
-    }
-    Cluster *cluster = new (mem) Cluster(zones, n, label, log);
-    if (!cluster->start()) {
-        cluster->~Cluster();
-        ngx_free(mem);
-        return nullptr;
-    }
-    return cluster;
-}
-
-}  // namespace
-
-extern "C" {
-
-ngx_int_t ngx_http_rl_stores_init(ngx_cycle_t *cycle,
-                                  ngx_http_rl_main_conf_t *rmcf) noexcept {
-    ngx_uint_t n = rmcf->zones.nelts;
-    auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
-
-    rmcf->stores = static_cast<ngx_http_rl_store_t **>(
-        ngx_pcalloc(cycle->pool, n * sizeof(ngx_http_rl_store_t *)));
-    auto **members = static_cast<ngx_http_rl_zone_t **>(
-        ngx_palloc(cycle->pool, n * sizeof(ngx_http_rl_zone_t *)));
-    if (rmcf->stores == nullptr || members == nullptr) {
-        return NGX_ERROR;
-    }
-    for (ngx_uint_t i = 0; i < n; i++) {
-        if (ngx_http_rl_embedded(zones[i]) || rmcf->stores[i] != nullptr) {
-            continue; /* no connection, or the one of a zone before it */
-        }
-        /* the zones on this server: zones[i] and those after it */
-        ngx_uint_t m = 0;
-        size_t len = sizeof("rl_zones ") - 1;
-        for (ngx_uint_t j = i; j < n; j++) {
-            if (j == i || (!ngx_http_rl_embedded(zones[j]) &&
-                           sameStore(zones[i], zones[j]))) {
-                members[m++] = zones[j];
-                len += zones[j]->name.len + sizeof("\"\", ") - 1;
-            }
-        }
-        auto **own = static_cast<ngx_http_rl_zone_t **>(
-            ngx_palloc(cycle->pool, m * sizeof(ngx_http_rl_zone_t *)));
-        auto *text = static_cast<u_char *>(ngx_pnalloc(cycle->pool, len));
-        if (own == nullptr || text == nullptr) {
-            return NGX_ERROR;
-        }
-        ngx_memcpy(own, members, m * sizeof(ngx_http_rl_zone_t *));
-        u_char *p = m > 1 ? ngx_cpymem(text, "rl_zones ", 9)
-                          : ngx_cpymem(text, "rl_zone ", 8);
-        for (ngx_uint_t k = 0; k < m; k++) {
-            p = ngx_sprintf(p, k > 0 ? ", \"%V\"" : "\"%V\"",
-                            &own[k]->name);
-        }
-        ngx_str_t label = {static_cast<size_t>(p - text), text};
-        Store *store = zones[i]->nseeds > 0
-                           ? clusterStore(own, m, label, cycle->log)
-                           : linkStore(own, m, label, cycle->log);
-        if (store == nullptr) {
-            return NGX_ERROR;
-        }
-        for (ngx_uint_t k = 0; k < m; k++) {
-            rmcf->stores[own[k]->index] =
-                reinterpret_cast<ngx_http_rl_store_t *>(store);
-        }
-    }
-    return NGX_OK;
-}
-
-void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
-    if (rmcf->stores == nullptr) {
-        return;
-    }
-    ngx_uint_t n = rmcf->zones.nelts;
-    for (ngx_uint_t i = 0; i < n; i++) {
-        Store *store = reinterpret_cast<Store *>(rmcf->stores[i]);
-        if (store == nullptr) {
-            continue;
-        }
-        for (ngx_uint_t j = i + 1; j < n; j++) {    /* its other zones' */
-            if (rmcf->stores[j] == rmcf->stores[i]) {
-                rmcf->stores[j] = nullptr;
-            }
-        }
-        store->~Store();
-        ngx_free(store);
-        rmcf->stores[i] = nullptr;
-    }
-    rmcf->stores = nullptr;
-}
-
-void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) noexcept {
-    if (rmcf->stores == nullptr) {
-        return;
-    }
-    for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
-        Store *store = reinterpret_cast<Store *>(rmcf->stores[i]);
-        bool seen = store == nullptr;
-        for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = rmcf->stores[j] == rmcf->stores[i];  /* shared */
-        }
-        if (!seen) {
-            store->writeNow();
-        }
-    }
-}
-
-ngx_http_rl_link_t *ngx_http_rl_store_route(ngx_http_rl_store_t *store,
-                                            ngx_uint_t slot) noexcept {
-    return reinterpret_cast<ngx_http_rl_link_t *>(
-        reinterpret_cast<Store *>(store)->route(slot));
-}
-
-ngx_int_t ngx_http_rl_link_usable(ngx_http_rl_link_t *link) noexcept {
-    return reinterpret_cast<Link *>(link)->usable() ? 1 : 0;
-}
-
-ngx_http_rl_call_t *ngx_http_rl_link_send(ngx_http_rl_link_t *link,
-                                          ngx_http_rl_group_t *group) noexcept {
-    return reinterpret_cast<ngx_http_rl_call_t *>(
-        reinterpret_cast<Link *>(link)->send(group));
-}
-
-void ngx_http_rl_call_detach(ngx_http_rl_call_t *call) noexcept {
-    reinterpret_cast<rl::Call *>(call)->group = nullptr;
-}
-
-void ngx_http_rl_call_timed_out(ngx_http_rl_call_t *call) noexcept {
-    auto *c = reinterpret_cast<rl::Call *>(call);
-    c->group = nullptr;
-    c->link->timedOut();
-}
-
-ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
-                                            ngx_http_rl_group_t *group,
-                                            ngx_uint_t asking,
-                                            ngx_uint_t argc,
-                                            const char **argv,
-                                            const size_t *argvlen) noexcept {
-    return reinterpret_cast<ngx_http_rl_call_t *>(
-        reinterpret_cast<Link *>(link)->refund(
-            group, static_cast<int>(argc), argv, argvlen, asking != 0));
-}
-
-}  // extern "C"

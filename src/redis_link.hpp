@@ -1,15 +1,16 @@
-/* A Redis zone's store, per worker (src/redis_link.cpp): one pipelined
- * hiredis connection (a Link) per Redis server, or a cluster's links
- * and slot map (src/cluster.cpp). A request's group asks the store for
- * the link that serves its slot, and sends its call there. */
+/* A Redis zone's store, per worker (src/redis_stores.cpp): one
+ * pipelined hiredis connection (a Link, src/redis_link.cpp) per Redis
+ * server, or a cluster's links and slot map (src/redis_cluster.cpp). A
+ * request's group asks the store for the link that serves its slot, and
+ * sends its call there. Where a link connects to, its Locator says
+ * (src/locator.hpp). */
 #pragma once
 
 #include "batch.hpp"
+#include "locator.hpp"
+#include "redis_tls.hpp"
 
 namespace rl {
-
-struct Redirect;
-class Cluster;
 
 /* A timer (or posted event) of an object of this file's: handler gets
  * it in ev->data. */
@@ -42,12 +43,12 @@ public:
 
 class Link : public Store {
 public:
-    /* zones[0] gives the connection's parameters, but for the server;
-     * label names the zones in log lines; all three live as long as the
-     * cycle, server (in a cluster) as long as the cluster */
+    /* zones[0] gives the connection's parameters, but for the server,
+     * which the locator gives; label names the zones in log lines; all
+     * three live as long as the cycle; the locator as long as the link
+     * (owned: the link's, destroyed with it) */
     Link(ngx_http_rl_zone_t **zones, ngx_uint_t nzones, ngx_str_t label,
-         const ngx_http_rl_server_t &server, Cluster *cluster,
-         ngx_log_t *log);
+         Locator *locator, bool owned, ngx_log_t *log);
     ~Link() override;
 
     Link *route(ngx_uint_t) override { return this; }
@@ -65,7 +66,8 @@ public:
      * open: the first reply in time closes it (one incident, not one per
      * late reply). */
     bool usable() const {
-        return ac_ != nullptr && !stalled_ && (ready_ || !down_);
+        return (ac_ != nullptr || locating_) && !stalled_ &&
+               (ready_ || !down_);
     }
     /* handshake done, no incident open */
     bool up() const { return ready_ && !down_; }
@@ -74,6 +76,12 @@ public:
     const ngx_http_rl_server_t &server() const { return server_; }
 
     void connect();
+    /* from the locator: where the server is (NULL: nowhere known, why
+     * says), for the connect under way */
+    void located(const ngx_http_rl_server_t *at, const char *why);
+    /* from the locator: the server moved (a failover), the connection
+     * goes and is made again where it is now */
+    void moved();
     /* a cluster node no slot maps to any more: no connection, no
      * reconnect, until connect() */
     void retire();
@@ -94,6 +102,7 @@ public:
     void disconnected(const redisAsyncContext *ac);
     void handshakeReply(redisAsyncContext *ac, redisReply *reply);
     void named(redisAsyncContext *ac, redisReply *reply);
+    void roleReplied(redisAsyncContext *ac, redisReply *reply);
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
     void replied(Batch *batch, redisReply *reply);
     void refundsReplied(Batch *batch, const redisReply *reply);
@@ -116,6 +125,15 @@ public:
     }
 
 private:
+    /* the steps of connect() */
+    bool open();
+    bool startTls();
+    void handshake();
+    void loadScript();
+    bool inTlsHandshake() const {
+        return !ready_ && tls_.on() && !tls_.done();
+    }
+
     void fail(const char *what, const char *detail);
     void recovered();
     void probe();
@@ -142,17 +160,39 @@ private:
         batch->next = freeBatches_;
         freeBatches_ = batch;
     }
+    /* The batch goes back to the free list, its calls released; f gets
+     * each call's group still waiting (its call cleared), in order. */
+    template <typename F>
+    void settle(Batch *batch, F f) {
+        Call *c = batch->first;
+        recycle(batch);
+        while (c != nullptr) {
+            Call *next = c->next;
+            ngx_http_rl_group_t *group = c->group;
+            release(c);
+            if (group != nullptr) {
+                group->call = nullptr;
+                f(group);
+            }
+            c = next;
+        }
+    }
     /* a MOVED or ASK reply to a batch: its calls go where it says */
     bool redirected(Batch *batch, const redisReply *reply);
+    /* READONLY: the server is a replica now; it is located again */
+    bool isReadOnly(const redisReply *reply) const;
+    void readOnly(const redisReply *reply);
 
     ngx_http_rl_zone_t *zone_;
     ngx_http_rl_zone_t **zones_;
     ngx_uint_t nzones_;
     ngx_str_t label_;           /* rl_zone "a" or rl_zones "a", "b" */
-    ngx_http_rl_server_t server_;
-    Cluster *cluster_;          /* the cluster this node is of, or NULL */
+    ngx_http_rl_server_t server_ = {};
+    Locator *locator_;
+    Slots *cluster_;            /* the cluster this node is of, or NULL */
     ngx_log_t *log_;
     redisAsyncContext *ac_ = nullptr;
+    TlsStep tls_;               /* with ac_, for a tls zone */
     ngx_event_t reconnect_;
     ngx_event_t deadline_;
     ngx_event_t flush_;         /* posted while calls are queued */
@@ -172,6 +212,9 @@ private:
     bool nameRefused_ = false;  /* CLIENT SETNAME refused, logged */
     bool exiting_ = false;
     bool retired_ = false;
+    bool owned_;                /* the locator is the link's */
+    bool locating_ = false;     /* the locator is asked where to go */
+    bool roleRefused_ = false;  /* ROLE refused (an ACL), logged */
     bool lost_ = false;         /* a call died with its connection */
     bool probing_ = false;      /* a PING is out (probe()) */
     bool asking_ = false;       /* CLUSTER SLOTS is out */

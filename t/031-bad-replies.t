@@ -50,7 +50,7 @@ my @REPLIES = (
     ['error reply' => "-ERR boom\r\n"],
     [good => good()],
     # a delay of 5 s for a rule without delay= (the script never asks
-    # one): not waited, the failure policy (t/044 found it held)
+    # one): not waited, the failure policy (t/048 found it held)
     ['a delay the rule never asks' => bulk(pack('d<4',
         int(Time::HiRes::time() * 1e6), 10, 1000000, -5000000))],
     [good => good()],

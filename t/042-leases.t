@@ -141,7 +141,7 @@ CONF
 CONF
     my ($ok, $text) = $ng->config_test;
     like($ok ? '' : $text,
-         qr/\[emerg\].*"lease" needs "redis" or "cluster".*nginx\.conf:\d+/,
+         qr/\[emerg\].*"lease" needs "redis", "cluster" or "sentinel".*nginx\.conf:\d+/,
          'nginx -t: lease= on an embedded zone');
 }
 

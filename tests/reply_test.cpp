@@ -499,7 +499,7 @@ TEST(Trailer, GrantsOfEachCallInTurn) {
 
 /* A delay longer than the rule ever asks (a rule without delay= never
  * asks one) is no reply of the script's: a broken or hostile Redis must
- * not hold a request for years. Found by t/044-random-replies.t: a
+ * not hold a request for years. Found by t/048-random-replies.t: a
  * verdict of -5 s held a request of a rule without delay= for 5 s. */
 TEST_F(Reply, DelayBeyondTheRulesIsMalformed) {
     RuleAsked nodelay{1, false, 0};

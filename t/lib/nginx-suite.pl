@@ -43,7 +43,7 @@ our %KNOWN = (
             . 'Redis here, for limit_req\'s delay in stock nginx) meets the '
             . 'DATA frame with the window still closed: RST_STREAM '
             . 'FLOW_CONTROL_ERROR, "client violated flow control". A client '
-            . 'that keeps to the window passes (t/043-http2-body.t).',
+            . 'that keeps to the window passes (t/047-http2-body.t).',
     },
 );
 

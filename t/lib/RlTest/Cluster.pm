@@ -40,6 +40,10 @@ package RlTest::Cluster;
 #                                # promoted; returns it
 #   $c->kill_master($m, wait => 0); $c->wait_stable(timeout => 15);
 #   $c->stop;                    # every node (also done at exit)
+#   RlTest::Cluster->new(tls => $pki, ...): nodes with TLS ports too
+#   (RlTest::Tls), the bus over TLS; a client connected over TLS is told
+#   the TLS ports, the harness keeps to the plain ones
+#   $c->tls_seeds;               # "127.0.0.1:T1,..." (masters' TLS ports)
 #
 # Every wait has a deadline (dies with the nodes' views when it passes);
 # nothing sleeps blindly. Bus ports are picked like the client ports
@@ -63,6 +67,7 @@ sub new {
         n_replicas   => $opt{replicas} // 0,
         node_timeout => $opt{node_timeout} // 1000,
         password     => $opt{password},
+        tls          => $opt{tls},
         args         => $opt{args} // [],
         timeout      => $opt{timeout} // 30,
         dir          => make_tempdir('cluster'),
@@ -85,7 +90,10 @@ sub new {
         push @{ $self->{nodes} }, RlTest::Redis->new(
             dir      => $dir,
             password => $self->{password},
+            tls      => $self->{tls},
             args     => [
+                # TLS: the bus too, and a TLS client is told TLS ports
+                ($self->{tls} ? ('--tls-cluster', 'yes') : ()),
                 '--cluster-enabled', 'yes',
                 '--cluster-config-file', "$dir/nodes.conf",
                 '--cluster-node-timeout', $self->{node_timeout},
@@ -362,6 +370,11 @@ sub seed {
 sub seeds {
     my ($self) = @_;
     return join ',', map { '127.0.0.1:' . $_->port } $self->masters;
+}
+
+sub tls_seeds {
+    my ($self) = @_;
+    return join ',', map { '127.0.0.1:' . $_->tls_port } $self->masters;
 }
 
 # Live replicas of a master, in a live node's view.

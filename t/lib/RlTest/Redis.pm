@@ -5,12 +5,19 @@ package RlTest::Redis;
 #
 #   my $r = RlTest::Redis->new(password => 's3cret', args => [...]);
 #   $r->port; $r->sock; $r->pid; $r->dir;
+#   RlTest::Redis->new(tls => $pki);  # a TLS port too (RlTest::Tls):
+#   $r->tls_port;                     # the harness stays on the plain one
 #   $r->cli('CLIENT', 'LIST');        # redis-cli output, chomped
 #   $r->client_count('ngx_rl');       # CLIENT LIST lines with name=ngx_rl
 #   $r->calls('evalsha');             # that command's calls (commandstats)
 #   $r->kill('STOP'); $r->kill('CONT'); $r->kill('KILL');
 #   $r->restart;                      # same port, same socket, empty data
 #   $r->stop;
+#   RlTest::Redis->new(host => '127.0.0.2');   # bound to that address only
+#   RlTest::Redis->new(sentinel => $lines);    # redis-server --sentinel,
+#                                     # $lines its sentinel.conf (kept, as
+#                                     # the sentinel rewrites it, across a
+#                                     # restart)
 
 use strict;
 use warnings;
@@ -20,6 +27,7 @@ use IO::Socket::IP;
 use POSIX ();
 use RlTest::Proc qw(now wait_until free_port make_tempdir pid_alive
                     reap_pid kill_and_reap exec_child);
+use RlTest::Tls;
 use parent -norequire, 'RlTest::Proc::Owned';
 
 sub new {
@@ -28,9 +36,13 @@ sub new {
     my $self = bless {
         dir      => $dir,
         port     => $opt{port} // free_port(),
+        host     => $opt{host} // '127.0.0.1',
+        sentinel => $opt{sentinel},
         sock     => "$dir/redis.sock",
         password => $opt{password},
         args     => $opt{args} // [],
+        tls      => $opt{tls},
+        tls_port => $opt{tls} ? ($opt{tls_port} // free_port()) : undef,
         owner    => $$,
     }, $class;
     RlTest::Proc::register($self);
@@ -39,6 +51,9 @@ sub new {
 }
 
 sub port { $_[0]{port} }
+sub host { $_[0]{host} }
+sub addr { "$_[0]{host}:$_[0]{port}" }
+sub tls_port { $_[0]{tls_port} }
 sub sock { $_[0]{sock} }
 sub pid  { $_[0]{pid} }
 sub dir  { $_[0]{dir} }
@@ -54,15 +69,29 @@ sub start {
     die "redis already running (pid $self->{pid})\n"
         if $self->{pid} && pid_alive($self->{pid});
     unlink $self->{sock};
+    my @mode = ('redis-server');
+    if (defined $self->{sentinel}) {
+        my $conf = "$self->{dir}/sentinel.conf";
+        unless (-e $conf) {
+            open my $fh, '>', $conf or die "$conf: $!";
+            print $fh $self->{sentinel};
+            close $fh;
+        }
+        @mode = ('redis-server', $conf, '--sentinel');
+    }
+    my @bind = $self->{host} eq '127.0.0.1' ? ('127.0.0.1', '-::1')
+                                            : ($self->{host});
     my @cmd = (
-        'redis-server',
-        '--port', $self->{port}, '--bind', '127.0.0.1', '-::1',
+        @mode,
+        '--port', $self->{port}, '--bind', @bind,
         '--unixsocket', $self->{sock}, '--unixsocketperm', '777',
         '--save', '', '--appendonly', 'no',
         '--dir', $self->{dir}, '--daemonize', 'no', '--logfile', '',
         '--protected-mode', 'no',
         (defined $self->{password}
             ? ('--requirepass', $self->{password}) : ()),
+        ($self->{tls}
+            ? RlTest::Tls::redis_args($self->{tls}, $self->{tls_port}) : ()),
         @{ $self->{args} },
     );
     my $pid = exec_child(\@cmd, "$self->{dir}/redis.log", append => 1,
@@ -86,7 +115,7 @@ sub start {
 # One PING over a raw socket; true on +PONG (or -NOAUTH, which means up).
 sub ping {
     my ($self) = @_;
-    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+    my $s = IO::Socket::IP->new(PeerHost => $self->{host},
                                 PeerPort => $self->{port}, Timeout => 1)
         or return 0;
     syswrite $s, "PING\r\n";
@@ -101,7 +130,7 @@ sub cli {
     my ($self, @args) = @_;
     my @auth = defined $self->{password}
              ? ('--no-auth-warning', '-a', $self->{password}) : ();
-    open my $fh, '-|', 'redis-cli', '-h', '127.0.0.1', '-p', $self->{port},
+    open my $fh, '-|', 'redis-cli', '-h', $self->{host}, '-p', $self->{port},
         @auth, @args
         or die "redis-cli: $!";
     local $/;
