@@ -126,20 +126,23 @@ unit-build: deps $(HIREDIS_LIB)
 
 unit: unit-build
 	@$(san_reset)
-	cd $(CMAKE_DIR) && $(SAN_ENV) ctest --output-on-failure
-	@$(san_check)
+	cd $(CMAKE_DIR) && $(SAN_ENV) ctest --output-on-failure; \
+	    rc=$$?; $(san_check) || rc=1; exit $$rc
 
 integration: module
 	@$(san_reset)
-	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove -r t
-	@$(san_check)
+	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove -r t; \
+	    rc=$$?; $(san_check) || rc=1; exit $$rc
 
 test: unit integration
 
 # with SANITIZE=1: an empty report directory before, none after
 ifeq ($(SANITIZE),1)
 san_reset = rm -rf $(SAN_LOG) && mkdir -m 1777 $(SAN_LOG)
-san_check = tests/sanitize/check $(SAN_LOG)
+san_check = $(CURDIR)/tests/sanitize/check $(SAN_LOG)
+else
+san_reset = :
+san_check = :
 endif
 
 test-nginx: module
