@@ -108,7 +108,8 @@ is($A->cli('REPLICAOF', '127.0.0.3', $P), 'OK',
    '(b) 127.0.0.2 is a replica of 127.0.0.3 now');
 my @seen;
 ok(wait_until(sub {
-    push @seen, code_status(get('bx'));
+    # a key value each: a decision never meets the limit
+    push @seen, code_status(get('bx' . scalar @seen));
     return $B->client_count('ngx_rl') == 2;
 }, timeout => 10, interval => 0.05),
    '(b) requests meet READONLY: both workers connect to 127.0.0.3')
