@@ -27,6 +27,8 @@ namespace {
 constexpr int64_t kHot = 4;
 constexpr int64_t kSweepEarly = 10000;     /* us */
 constexpr ngx_uint_t kEvictPerRequest = 8;
+/* idle entries reclaimed from a stripe's cold end as requests pass */
+constexpr ngx_uint_t kExpirePerRequest = 2;
 /* a group's key: the zone, then per rule its id, configuration and key
  * value (a digest when long, as the state key has it) */
 constexpr size_t kRuleIdBytes = RL_RULE_ID_LEN + 4 + 1 + RL_STATE_KEY_MAX;
@@ -110,24 +112,49 @@ void freeEntry(Worker *w, Stripe &st, Entry *e, Outbox *out) {
     ngx_slab_free(w->pool, e);
 }
 
+/* Frees the stripe's least recently used entry (giving back what its
+ * lease holds); 0 when there is none. */
+ngx_uint_t evictOne(Worker *w, Stripe &st, Outbox *out) {
+    LruNode *old = st.index.oldest();
+    if (old == nullptr || out->full()) {
+        return 0;
+    }
+    freeEntry(w, st, reinterpret_cast<Entry *>(old), out);
+    return 1;
+}
+
+/* Frees up to `max` entries from the stripe's cold end that have seen
+ * no request for two of their periods and hold no grant: a flood of
+ * new keys (each its own group, none hot) leaves the table as it came,
+ * and the room to hot groups. */
+void expireIdle(Worker *w, Stripe &st, int64_t now, ngx_uint_t max) {
+    st.index.dropOldest(max, [&](LruNode *n) {
+        auto *e = reinterpret_cast<Entry *>(n);
+        if (now - e->periodStart < 2 * e->period || e->askUntil > now ||
+            (e->lease != nullptr && e->lease->expiresAt != 0)) {
+            return false;
+        }
+        if (e->lease != nullptr) {
+            ngx_slab_free(w->pool, e->lease);
+        }
+        st.index.remove(n);
+        ngx_slab_free(w->pool, e);
+        return true;
+    });
+}
+
 /* The group's entry, made if new (the stripe's least recently used go
  * when the zone is full); NULL when there is no room. */
 Entry *entryFor(Worker *w, Stripe &st, const ngx_str_t &id, uint32_t hash,
-                int64_t now, Outbox *out) {
+                int64_t period, int64_t now, Outbox *out) {
+    expireIdle(w, st, now, kExpirePerRequest);
     auto *e = reinterpret_cast<Entry *>(st.index.find(id, hash));
     if (e != nullptr) {
         return e;
     }
     e = static_cast<Entry *>(allocate(
         w->pool, sizeof(Entry) + id.len, false, kEvictPerRequest,
-        [&]() -> ngx_uint_t {
-            LruNode *old = st.index.oldest();
-            if (old == nullptr || out->full()) {
-                return 0;
-            }
-            freeEntry(w, st, reinterpret_cast<Entry *>(old), out);
-            return 1;
-        }));
+        [&]() { return evictOne(w, st, out); }));
     if (e == nullptr) {
         if (!w->sh->full) {
             w->sh->full = 1;
@@ -138,19 +165,28 @@ Entry *entryFor(Worker *w, Stripe &st, const ngx_str_t &id, uint32_t hash,
         return nullptr;
     }
     ngx_memzero(e, sizeof(Entry));
+    e->period = period;
     e->periodStart = now;
     st.index.add(&e->lru, id, keyAfter(e, sizeof(Entry)), hash);
     return e;
 }
 
 /* The group's lease, made from what its request sent Redis (its keys,
- * and specs, as a refund needs them). */
-Lease *makeLease(Worker *w, const ngx_http_rl_group_t *g) {
+ * and specs, as a refund needs them); room is made as for an entry, but
+ * for the group's own entry (the most recently used: it goes last). */
+Lease *makeLease(Worker *w, Stripe &st, const ngx_http_rl_group_t *g,
+                 const Entry *own, Outbox *out) {
     size_t size = leaseBytes(g->nrules);
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         size += g->keys[k].len + g->specs[k]->len;
     }
-    auto *l = static_cast<Lease *>(ngx_slab_alloc(w->pool, size));
+    auto *l = static_cast<Lease *>(allocate(
+        w->pool, size, false, kEvictPerRequest, [&]() -> ngx_uint_t {
+            if (st.index.oldest() == &own->lru) {
+                return 0;   /* nothing older than the group's own */
+            }
+            return evictOne(w, st, out);
+        }));
     if (l == nullptr) {
         return nullptr;
     }
@@ -391,7 +427,7 @@ bool leaseSpend(ngx_http_rl_group_t *g) {
     Stripe &st = lease::stripeOf(w->sh, hash);
 
     lock(w, st);
-    Entry *e = lease::entryFor(w, st, id, hash, now, &box);
+    Entry *e = lease::entryFor(w, st, id, hash, period, now, &box);
     if (e != nullptr) {
         lease::arrive(e, static_cast<int64_t>(ctx->costs[g->rules[0]]),
                       period, now);
@@ -458,7 +494,8 @@ void leaseAsk(ngx_http_rl_group_t *g, ngx_http_rl_link_t *) {
     auto *e = reinterpret_cast<Entry *>(st.index.find(id, hash, false));
     if (e != nullptr) {
         if (e->lease == nullptr) {
-            e->lease = lease::makeLease(w, g);
+            st.index.touch(&e->lru);    /* kept while room is made */
+            e->lease = lease::makeLease(w, st, g, e, &box);
         }
         lease::Call *c = nullptr;
         if (e->lease != nullptr) {

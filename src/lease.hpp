@@ -63,6 +63,7 @@ inline const u_char *textOf(const Lease *l) {
 
 struct Entry {
     LruNode         lru;
+    int64_t         period;         /* its zone's lease=, us */
     int64_t         periodStart;    /* monotonic us */
     int64_t         periodUnits;    /* arrived since */
     int64_t         lastUnits;      /* in the period before */
