@@ -92,12 +92,13 @@ uint64_t rl_algorithm_capacity(int algorithm, uint64_t limit,
     return rl::capacity(p);
 }
 
-int64_t rl_algorithm_max_delay_us(int algorithm, uint64_t limit,
-                                  uint64_t window_us, uint64_t burst,
-                                  uint64_t delay) noexcept {
+void rl_reply_bounds(int algorithm, uint64_t limit, uint64_t window_us,
+                     uint64_t burst, uint64_t delay, uint64_t cost,
+                     rl_reply_bounds_t *out) noexcept {
     rl::Params p{static_cast<rl::Algorithm>(algorithm), limit, window_us,
                  burst, delay};
-    return rl::maxDelayUs(p);
+    out->max_delay_us = rl::maxDelayUs(p);
+    out->max_retry_us = rl::maxRetryUs(p, cost);
 }
 
 const char *rl_script_text(size_t *len) noexcept {
@@ -130,15 +131,19 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
                                   const uint64_t *costs,
                                   const unsigned char *dry,
-                                  const int64_t *max_delay_us, int *allowed,
-                                  rl_outcome_t *out) noexcept {
+                                  const rl_reply_bounds_t *bounds,
+                                  int *allowed, rl_outcome_t *out) noexcept {
     bool ok = false;
     rl::RuleAsked asked[rl::kMaxRulesPerCall];
     if (rules > rl::kMaxRulesPerCall) {
         return RL_REPLY_MALFORMED;
     }
     for (size_t i = 0; i < rules; i++) {
-        asked[i] = {costs[i], dry[i] != 0, max_delay_us[i]};
+        asked[i] = {costs[i], dry[i] != 0};
+        if (bounds != nullptr) {
+            asked[i].maxDelayUs = bounds[i].max_delay_us;
+            asked[i].maxRetryUs = bounds[i].max_retry_us;
+        }
     }
     auto *o = reinterpret_cast<rl::RuleOutcome *>(out);
     switch (rl::decodeReply(static_cast<const redisReply *>(reply), rules,

@@ -259,11 +259,14 @@ void leaseCallDone(ngx_http_rl_group_t *g, const void *reply,
     rl_outcome_t out[RL_MAX_RULES];
     unsigned char dry[RL_MAX_RULES] = {0};
     /* no delay= rule is leased (SPEC 6): a delay is no reply of the
-     * script's */
-    int64_t maxDelay[RL_MAX_RULES] = {0};
+     * script's (a grant record's retry goes nowhere: unbounded) */
+    rl_reply_bounds_t bounds[RL_MAX_RULES];
+    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+        bounds[k] = {0, INT64_MAX};
+    }
     int allowed = 0;
     bool decoded = reply != nullptr && clockUs > 0 &&
-                   rl_decode_reply(reply, g->nrules, g->costs, dry, maxDelay,
+                   rl_decode_reply(reply, g->nrules, g->costs, dry, bounds,
                                    &allowed, out) == RL_REPLY_OK;
     if (decoded) {
         for (ngx_uint_t k = 0; k < g->nrules; k++) {

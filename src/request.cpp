@@ -798,7 +798,7 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     rl_outcome_t out[RL_MAX_RULES];
     unsigned char dry[RL_MAX_RULES];
-    int64_t max_delay[RL_MAX_RULES];
+    rl_reply_bounds_t bounds[RL_MAX_RULES];
     int allowed = 0;
 
     group->call = nullptr;
@@ -811,14 +811,14 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
     for (ngx_uint_t k = 0; k < group->nrules; k++) {
         ngx_http_rl_rule_t *rule = &rules[group->rules[k]];
         dry[k] = ngx_http_rl_dry_run(ctx, rule);
-        /* a reply asking a longer delay is not the script's */
-        max_delay[k] = rl_algorithm_max_delay_us(
-            static_cast<int>(rule->algorithm), rule->limit, rule->window_us,
-            rule->burst, rule->delay);
+        /* a reply asking a longer delay or retry is not the script's */
+        rl_reply_bounds(static_cast<int>(rule->algorithm), rule->limit,
+                        rule->window_us, rule->burst, rule->delay,
+                        group->costs[k], &bounds[k]);
     }
     /* every call of the module's asks for Redis' clock */
     if (reply != nullptr && clock_us > 0 &&
-        rl_decode_reply(reply, group->nrules, group->costs, dry, max_delay,
+        rl_decode_reply(reply, group->nrules, group->costs, dry, bounds,
                         &allowed, out) == RL_REPLY_OK) {
         group->allowed = allowed ? 1 : 0;
         group->now_us = clock_us - group->age_us;

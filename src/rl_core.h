@@ -63,9 +63,16 @@ int rl_algorithm_exact(int algorithm, uint64_t limit, uint64_t window_us,
     uint64_t burst, uint64_t delay, uint64_t max_cost) RL_NOEXCEPT;
 uint64_t rl_algorithm_capacity(int algorithm, uint64_t limit,
     uint64_t burst) RL_NOEXCEPT;
-/* The longest delay a rule's reply may ask, in us (0: none). */
-int64_t rl_algorithm_max_delay_us(int algorithm, uint64_t limit,
-    uint64_t window_us, uint64_t burst, uint64_t delay) RL_NOEXCEPT;
+/* What a rule's reply may ask of a request of this cost, in us: the
+ * longest delay (0: none) and the longest retry (src/core/reply.hpp). */
+typedef struct {
+    int64_t   max_delay_us;
+    int64_t   max_retry_us;
+} rl_reply_bounds_t;
+
+void rl_reply_bounds(int algorithm, uint64_t limit, uint64_t window_us,
+    uint64_t burst, uint64_t delay, uint64_t cost, rl_reply_bounds_t *out)
+    RL_NOEXCEPT;
 
 const char *rl_script_text(size_t *len) RL_NOEXCEPT;
 const char *rl_script_sha(void) RL_NOEXCEPT;
@@ -80,11 +87,11 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
     uint64_t burst, uint64_t delay, int dry, int burst_follows) RL_NOEXCEPT;
 
 /* Decodes one request's part of an EVALSHA reply (a hiredis
- * redisReply *), its rules of these costs, dry runs or not, waiting at
- * most max_delay_us (src/core/reply.hpp). */
+ * redisReply *), its rules of these costs, dry runs or not, within these
+ * bounds (NULL: none; src/core/reply.hpp). */
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
     const uint64_t *costs, const unsigned char *dry,
-    const int64_t *max_delay_us, int *allowed, rl_outcome_t *out)
+    const rl_reply_bounds_t *bounds, int *allowed, rl_outcome_t *out)
     RL_NOEXCEPT;
 
 /* A printable form of a key value for logs: bytes outside 0x20-0x7e,

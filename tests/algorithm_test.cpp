@@ -191,6 +191,44 @@ TEST(Algorithm, MaxDelayCoversEveryDelay) {
     }
 }
 
+/* The longest retry a reply may give (src/core/reply.cpp refuses
+ * longer): at least every retry an algorithm gives a request of that
+ * cost, whatever the key value's override of N (down to 1), and at
+ * least a manual block's 60 s. */
+TEST(Algorithm, MaxRetryCoversEveryRetry) {
+    for (Algorithm a : kAll) {
+        uint64_t burst = rl::takesBurst(a) ? 5 : 0;
+        for (uint64_t cost : {1u, 2u, 6u}) {
+            int64_t bound = rl::maxRetryUs(Params{a, 10, kSec, burst, burst},
+                                           cost);
+            EXPECT_GE(bound, 60 * kSec);
+            for (uint64_t n : {1u, 3u, 10u, 1000u}) {
+                Params p{a, n, kSec, burst, burst};
+                if (a == Algorithm::TokenBucket) {
+                    p.burst = n;    /* burst follows an override of N */
+                }
+                State s{};
+                std::vector<int64_t> log(rl::logSlots(p));
+                int64_t worst = 0;
+                for (int i = 0; i < 2000; i++) {
+                    Check c = rl::check(p, s, log.data(), cost, kT0);
+                    if (!c.ok) {
+                        worst = std::max(worst, c.retryUs);
+                        break;
+                    }
+                    rl::commit(p, s, log.data(), cost, kT0);
+                }
+                EXPECT_GT(worst, 0) << "n " << n << " cost " << cost;
+                EXPECT_LE(worst, bound) << rl::algorithmName(a) << " n " << n
+                                        << " cost " << cost;
+            }
+        }
+    }
+    EXPECT_EQ(rl::maxRetryUs(Params{Algorithm::Gcra, 1, UINT64_MAX / 2,
+                                    UINT64_MAX / 2, 0}, 1),
+              int64_t{1} << 53);
+}
+
 TEST(Algorithm, LogSlotsAreTheLimitForTheLogOnly) {
     for (Algorithm a : kAll) {
         Params p{a, 250, kSec, 0, 0};

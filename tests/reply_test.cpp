@@ -519,3 +519,21 @@ TEST_F(Reply, DelayBeyondTheRulesIsMalformed) {
               ReplyStatus::Ok);
     EXPECT_EQ(out_[0].delayMs, 0);
 }
+
+/* A retry longer than the rule ever gives is no reply of the script's
+ * either: the deny cache would reject the key for as long (and the
+ * cache outlives reloads), with a Retry-After of years. */
+TEST_F(Reply, RetryBeyondTheRulesIsMalformed) {
+    RuleAsked asked{1, false, 0, 61000000};
+    EXPECT_EQ(decode(r_.figures({0, 1000, 61000001}), 1, {asked}),
+              ReplyStatus::Malformed);
+    EXPECT_EQ(decode(r_.figures({0, 1000, int64_t{1} << 53}), 1, {asked}),
+              ReplyStatus::Malformed);
+    ASSERT_EQ(decode(r_.figures({0, 1000, 61000000}), 1, {asked}),
+              ReplyStatus::Ok);
+    EXPECT_EQ(out_[0].retryMs, 61000);
+    /* a dry run's too: it is logged and counted */
+    RuleAsked dry{1, true, 0, 61000000};
+    EXPECT_EQ(decode(r_.figures({0, 1000, 61000001}), 1, {dry}),
+              ReplyStatus::Malformed);
+}

@@ -633,6 +633,19 @@ int64_t maxDelayUs(const Params& p) {
     return static_cast<int64_t>(c * p.windowUs + 1000);
 }
 
+int64_t maxRetryUs(const Params& p, uint64_t cost) {
+    constexpr uint64_t kMax = 1ULL << 53;
+    constexpr uint64_t kBlockUs = 60000000;
+    uint64_t units = capacity(p);
+    units = units > kMax - cost ? kMax : units + cost;
+    uint64_t us = p.windowUs != 0 && units > (kMax - 1000) / p.windowUs
+                      ? kMax
+                      : units * p.windowUs;
+    us = std::max({us, p.windowUs <= kMax / 2 ? 2 * p.windowUs : kMax,
+                   kBlockUs});
+    return static_cast<int64_t>(us > kMax - 1000 ? kMax : us + 1000);
+}
+
 bool exactArithmetic(const Params& p, uint64_t maxCost) {
     if (!valid(p)) {
         return false;

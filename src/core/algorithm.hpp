@@ -66,6 +66,13 @@ uint64_t capacity(const Params& p);
  * 2^53. */
 int64_t maxDelayUs(const Params& p);
 
+/* The longest retry a rule's reply may give a request of this cost, in
+ * us: freeing (capacity + cost) requests at one a window (N at least 1
+ * under a key value's override), two windows (sliding_window), or a
+ * manual block's 60 s, whichever is longest, plus a millisecond.
+ * Saturates at 2^53. */
+int64_t maxRetryUs(const Params& p, uint64_t cost);
+
 /* The meters (token_bucket, leaky_bucket, gcra) count in units of
  * g / N microseconds, g = gcd(N, W), so that one request is exactly
  * W / g units; their arithmetic is exact while (capacity + cost) * W / g

@@ -81,9 +81,12 @@ ReplyStatus decodeFigures(const redisReply* part, size_t rules,
             !wholeAt(f, kFiguresPerRule * i + 2, &verdict)) {
             return ReplyStatus::Malformed;
         }
-        if (verdict < 0 && !asked[i].dryRun &&
-            -verdict > asked[i].maxDelayUs) {
-            /* a delay the rule never asks: held for years, or at all */
+        if ((verdict < 0 && !asked[i].dryRun &&
+             -verdict > asked[i].maxDelayUs) ||
+            verdict > asked[i].maxRetryUs) {
+            /* a delay the rule never asks (held for years, or at all),
+             * a retry it never gives (the deny cache would reject the
+             * key for as long, across reloads) */
             return ReplyStatus::Malformed;
         }
         out[i] = {left, reset, verdict > 0 ? verdict : 0,

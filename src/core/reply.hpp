@@ -56,11 +56,13 @@ constexpr size_t replyBytes(size_t rules) { return 8 * replyLength(rules); }
 
 /* What the module asked of one rule: the reply is read with it. A
  * delay longer than maxDelayUs (0: a rule without delay= never waits;
- * maxDelayUs() of src/core/algorithm.hpp) is no reply of the script's. */
+ * maxDelayUs() of src/core/algorithm.hpp), or a retry longer than
+ * maxRetryUs (maxRetryUs() there), is no reply of the script's. */
 struct RuleAsked {
     uint64_t cost;
     bool dryRun;
     int64_t maxDelayUs = INT64_MAX;
+    int64_t maxRetryUs = INT64_MAX;
 };
 
 /* Redis lost the script (SCRIPT FLUSH, a restart, a failover): an error

@@ -38,6 +38,7 @@ void checkOutcomes(const Shape& s, size_t call, bool allowed,
         FUZZ_CHECK(o.retryMs == msCeil(o.retryUs));
         FUZZ_CHECK(!a.dryRun || o.delayMs == 0);
         FUZZ_CHECK(o.delayMs <= msCeil(a.maxDelayUs));
+        FUZZ_CHECK(o.retryUs <= a.maxRetryUs);
         FUZZ_CHECK(allowed || o.delayMs == 0);
         rejects = rejects || (o.retryMs > 0 && !a.dryRun);
     }
@@ -143,11 +144,13 @@ void reply(const uint8_t* data, size_t size) {
         for (size_t i = 0; i < s.rules[c]; i++) {
             auto r = static_cast<unsigned>(in.byte());
             /* bits 5-6: the longest delay the rule asks: none, 300 ms,
-             * a day, unbounded */
+             * a day, unbounded; bit 7: the longest retry it gives, a
+             * minute or unbounded */
             static constexpr int64_t kDelays[] = {0, 300000,
                                                   86400000000, INT64_MAX};
             s.asked[c][i] = {1u + (r & 15u), (r & 16u) != 0,
-                             kDelays[(r >> 5) & 3u]};
+                             kDelays[(r >> 5) & 3u],
+                             (r & 128u) != 0 ? INT64_MAX : 60000000};
         }
     }
     size_t len;
