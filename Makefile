@@ -12,6 +12,8 @@
 #                and the module built with ASan and UBSan (build/sanitize)
 #   make fuzz    each libFuzzer target FUZZ_SECONDS (60) seconds, then a
 #                fake Redis answering random RESP through nginx (t/048)
+#   make docs    the design diagram, docs/img/design.svg, rendered from
+#                docs/design.dot with graphviz' dot (t/052 checks it)
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
@@ -92,7 +94,7 @@ SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 
 .PHONY: all deps module unit unit-build integration test test-nginx \
-        fuzz run stop clean deb
+        fuzz run stop clean deb docs
 
 all: module unit-build
 
@@ -193,6 +195,16 @@ $(DEPS)/nginx-1.26.3/objs/nginx:
 # build/libnginx-mod-http-rl_VERSION_ARCH.deb (.ci/deb-check installs it).
 deb: deps
 	@.ci/build-deb $(BUILD)
+
+# The design diagram (docs/design.md), rendered from its text source
+# every time; both are committed, and t/052-design-svg.t (make docs
+# DESIGN_SVG=its own file) fails when they disagree.
+DOT        ?= dot
+DESIGN_SVG ?= docs/img/design.svg
+docs:
+	@mkdir -p $(dir $(DESIGN_SVG))
+	$(DOT) -Tsvg docs/design.dot -o $(DESIGN_SVG).tmp
+	mv $(DESIGN_SVG).tmp $(DESIGN_SVG)
 
 clean: stop
 	rm -rf $(BUILD)

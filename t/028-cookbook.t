@@ -1,9 +1,11 @@
-# The README's cookbook, run as written: every ```nginx block under
-# "## Cookbook" is a complete configuration. Only what ties it to a host
-# is moved (the module path, the Redis address, the listen and upstream
-# ports, log paths, and what the harness needs: pid, error_log, daemon
-# off); then each recipe is checked for what its text says it does. The
-# prometheus.yml snippet must parse and point at the metrics location.
+# The cookbook (docs/cookbook.md), run as written: every ```nginx block
+# of a recipe ("## TITLE") is a complete configuration. Only what ties it
+# to a host is moved (the module path, the Redis address, the listen and
+# upstream ports, log paths, and what the harness needs: pid, error_log,
+# daemon off); then each recipe is checked for what its text says it
+# does. The prometheus.yml snippet must parse and point at the metrics
+# location. The reference's snippets (docs/reference.md: rl_status and
+# the variables) are run too, in a configuration around them.
 
 use lib 't/lib';
 use RlTest;
@@ -11,21 +13,22 @@ use CPAN::Meta::YAML;
 use IO::Socket::IP;
 use IO::Select;
 
-# ------------------------------------------------------------ README
+# ------------------------------------------------------------ the docs
 
-my $readme = do {
-    local (@ARGV, $/) = (repo_root() . '/README.md');
-    <>;
-};
-my ($cookbook) = $readme =~ /^## Cookbook\n(.*?)(?=^## )/ms;
-ok(defined $cookbook, 'README has a ## Cookbook section') or do {
+sub doc {
+    local (@ARGV, $/) = (repo_root() . "/docs/$_[0]");
+    return -e $ARGV[0] ? <> : '';
+}
+# the recipes: what follows the title (# Cookbook) and its introduction
+my ($cookbook) = doc('cookbook.md') =~ /^# Cookbook\n.*?^(## .*)/ms;
+ok(defined $cookbook, 'docs/cookbook.md has the cookbook') or do {
     done_testing();
     exit;
 };
 
 # title => { nginx => [blocks], yaml => [blocks] }
 my (%recipe, @titles);
-for my $part (split /^### /m, $cookbook) {
+for my $part (split /^## /m, $cookbook) {
     my ($title) = $part =~ /\A(.*)\n/ or next;
     next if $title =~ /^\s*$/ || $part !~ /```/;
     push @titles, $title;
@@ -52,8 +55,8 @@ package CookbookNginx {
 
 my $r = start_redis();
 
-# Moves a README configuration to the test's ports and paths; returns
-# the text and the map of README port => test port.
+# Moves a cookbook configuration to the test's ports and paths; returns
+# the text and the map of its port => test port.
 sub adapt {
     my ($conf, $dir) = @_;
     my %port;
@@ -310,7 +313,7 @@ sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } 
              qr/^rl_requests_total\{zone="main",rule="per_ip",outcome="passed"\} $passed$/m,
              "$what: and the $passed passed");
 
-        # step 3: the switch, as the README says
+        # step 3: the switch, as the recipe says
         (my $on = $conf) =~ s/rl_dry_run on;/rl_dry_run off;/;
         isnt($on, $conf, "$what: the configuration has rl_dry_run on;");
         ok($ng->reload(config => $on), "$what: reload with rl_dry_run off");
@@ -376,10 +379,12 @@ sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } 
 
 # The snippets of the directive reference, in a configuration around them.
 {
-    my ($ref) = $readme =~ /^## Directives\n(.*?)(?=^## )/ms;
-    my ($status) = ($ref // '') =~ /^### rl_status\n.*?^```nginx\n(.*?)^```$/ms;
-    my ($vars) = ($ref // '') =~
-        /^### Embedded variables\n.*?^```nginx\n(.*?)^```$/ms;
+    # its sections: "## NAME" => text
+    my %ref = map { /\A(.*)\n/ ? ($1 => $_) : () }
+              split /^## /m, doc('reference.md');
+    my ($status) = ($ref{'rl_status'} // '') =~ /^```nginx\n(.*?)^```$/ms;
+    my ($vars) = ($ref{'Embedded variables'} // '') =~
+        /^```nginx\n(.*?)^```$/ms;
     ok(defined $status, 'the rl_status section has an error_page example');
     ok(defined $vars, 'the variables section has an example');
     $r->cli('FLUSHALL');

@@ -114,7 +114,7 @@ is(code_status(get_as('/a', $long)), '429 REJECTED',
    'blocked by the digest of its value');
 
 # $binary_remote_addr: the block's key holds the address' 4 bytes, as
-# the README's recipe writes it
+# docs/redis.md's recipe writes it
 is(code_status(http_get($port, '/addr')), '200 PASSED', '127.0.0.1 passes');
 $r->cli('EVAL', q{local v = string.char(127, 0, 0, 1)
     if #v > 64 or v:find('[{}]') or v:sub(1, 1) == '~' then
