@@ -164,9 +164,7 @@ sub get { http_get($port, "/t?k=$_[0]", -timeout => 10) }
 
 sub seven {
     my ($k) = @_;
-    my %n;
-    $n{ code_status(get($k)) }++ for 1 .. 7;
-    return join ', ', map { "$_ x$n{$_}" } sort keys %n;
+    return status_counts(map { get($k) } 1 .. 7);
 }
 
 my $FIVE = '200 PASSED x5, 429 REJECTED x2';

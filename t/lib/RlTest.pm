@@ -76,7 +76,7 @@ our @EXPORT = qw(
     start_redis start_nginx
     http_get http_request http_start http_parallel
     wait_until free_port spawn now module_path repo_root
-    code_status metric_value
+    code_status status_counts metric_value
     $RedisPort $RedisSock $ServerPort $ServerRoot
 );
 
@@ -114,6 +114,15 @@ sub start_nginx { RlTest::Nginx->new(@_) }
 sub code_status {
     my ($res) = @_;
     return "$res->{code} " . ($res->{headers}{'x-rl-status'} // '');
+}
+
+# "200 PASSED x5, 429 REJECTED x2": how many responses had each
+# code_status, in order
+sub status_counts {
+    my (@res) = @_;
+    my %n;
+    $n{ code_status($_) }++ for @res;
+    return join ', ', map { "$_ x$n{$_}" } sort keys %n;
 }
 
 # metric_value($port, 'rl_store_up{zone="a"}'): that series' value on the
