@@ -16,7 +16,7 @@ use IO::Select;
 use IO::Socket::IP;
 use Time::HiRes ();
 
-sub bulk { my ($s) = @_; return '$' . length($s) . "\r\n$s\r\n" }
+use RlTest::Resp qw(bulk command send_all);
 
 # a reply of the script's; with overrides' records when given some
 sub good {
@@ -61,22 +61,6 @@ my $listen = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
     or die "listen: $!";
 my $fake_port = $listen->sockport;
 
-# one command: an array of bulk strings; returns its words and the rest
-sub command {
-    my ($buf) = @_;
-    return unless $buf =~ /^\*(\d+)\r\n/;
-    my ($n, $at, @words) = ($1, length $&);
-    for (1 .. $n) {
-        return unless substr($buf, $at) =~ /^\$(\d+)\r\n/;
-        my $len = $1;
-        $at += length $&;
-        return if length($buf) < $at + $len + 2;
-        push @words, substr($buf, $at, $len);
-        $at += $len + 2;
-    }
-    return (\@words, substr($buf, $at));
-}
-
 my $fake = spawn(sub {
     my $sel = IO::Select->new($listen);
     my (%buf, $next);
@@ -100,12 +84,7 @@ my $fake = spawn(sub {
                         : $cmd =~ /^EVAL/
                             ? $REPLIES[$next++ % @REPLIES][1]
                         : "+OK\r\n";
-                my $off = 0;
-                while ($off < length $out) {
-                    my $w = syswrite $fh, $out, length($out) - $off, $off;
-                    last unless defined $w;
-                    $off += $w;
-                }
+                send_all($fh, $out);
             }
         }
     }

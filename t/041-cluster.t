@@ -44,17 +44,6 @@ use RlTest::Cluster;
 
 # ------------------------------------------------------------ nginx -t
 
-sub conf_test {
-    my ($zone) = @_;
-    my $ng = RlTest::Nginx->new(start => 0, config => <<"CONF");
-    $zone
-    server {
-        listen 127.0.0.1:\$ServerPort;
-        location /t { rl_rule zone=c key=\$arg_k rate=5r/d; empty_gif; }
-    }
-CONF
-    return $ng->config_test;
-}
 
 # [name, rl_zone line, what the [emerg] line must hold]
 my @bad = (
@@ -81,7 +70,7 @@ my @bad = (
 );
 for my $b (@bad) {
     my ($name, $zone, $want) = @$b;
-    my ($ok, $text) = conf_test($zone);
+    my ($ok, $text) = zone_config_test($zone);
     ok(!$ok, "nginx -t: $name fails");
     my ($line) = grep { /\[emerg\]/ } split /\n/, $text;
     $line //= '';
@@ -99,11 +88,11 @@ my ($dead1, $dead2) = (free_port(), free_port());
 my $valid = "rl_zone c cluster=127.0.0.1:$dead1,127.0.0.1:$dead2"
           . ' username=u password=p prefix=x: timeout=1s'
           . ' connect_timeout=1s failure=open;';
-my ($tok, $ttext) = conf_test($valid);
+my ($tok, $ttext) = zone_config_test($valid);
 ok($tok, 'nginx -t: a cluster zone with every option and unreachable '
          . 'seeds passes') or diag($ttext);
 for my $f (qw(closed local)) {
-    ($tok, $ttext) = conf_test("rl_zone c cluster=127.0.0.1:$dead1 "
+    ($tok, $ttext) = zone_config_test("rl_zone c cluster=127.0.0.1:$dead1 "
                                . "failure=$f;");
     ok($tok, "nginx -t: cluster= with failure=$f passes") or diag($ttext);
 }

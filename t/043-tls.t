@@ -26,23 +26,11 @@ use RlTest;
 use RlTest::Tls;
 use RlTest::Cluster;
 
-sub conf_test {
-    my ($zone) = @_;
-    my $ng = RlTest::Nginx->new(start => 0, config => <<"CONF");
-    $zone
-    server {
-        listen 127.0.0.1:\$ServerPort;
-        location /t { rl_rule zone=z key=k rate=5r/d; empty_gif; }
-    }
-CONF
-    return $ng->config_test;
-}
-
 my ($has_tls, $probe) = RlTest::Tls::module_has_tls();
 if (!$has_tls) {
     like($probe, qr/\[emerg\].*"tls" needs the module built with hiredis 1\.x and its SSL library \(this one was built with hiredis 0\.\d+\)/,
          'built without TLS: "tls" fails nginx -t, saying what it needs');
-    my ($ok, $text) = conf_test('rl_zone z redis=127.0.0.1:6379 '
+    my ($ok, $text) = zone_config_test('rl_zone z redis=127.0.0.1:6379 '
                                 . 'tls_verify=off;');
     ok(!$ok && $text =~ /"tls_verify" needs "tls"/,
        'built without TLS: tls_verify= alone fails too')
@@ -93,18 +81,18 @@ my @bad = (
 );
 for my $b (@bad) {
     my ($name, $zone, $want) = @$b;
-    my ($ok, $text) = conf_test($zone);
+    my ($ok, $text) = zone_config_test($zone);
     ok(!$ok, "nginx -t fails: $name");
     like($text, qr/\[emerg\].*\Q$want\E/, "nginx -t names it: $name")
         or diag($text);
 }
 {
-    my ($ok, $text) = conf_test('rl_zone z redis=127.0.0.1:1 tls '
+    my ($ok, $text) = zone_config_test('rl_zone z redis=127.0.0.1:1 tls '
         . "tls_ca=$CA tls_cert=$CERT tls_key=$KEY tls_verify=on "
         . 'tls_server_name=redis.example;');
     ok($ok, 'nginx -t passes every tls parameter (Redis not reachable)')
         or diag($text);
-    ($ok, $text) = conf_test('rl_zone z redis=127.0.0.1:1 tls;');
+    ($ok, $text) = zone_config_test('rl_zone z redis=127.0.0.1:1 tls;');
     ok($ok, 'nginx -t passes tls alone: the system\'s CA bundle')
         or diag($text);
 }

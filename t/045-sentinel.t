@@ -39,17 +39,6 @@ use RlTest::Tls;
 
 # ------------------------------------------------------------ nginx -t
 
-sub conf_test {
-    my ($zone) = @_;
-    my $ng = RlTest::Nginx->new(start => 0, config => <<"CONF");
-    $zone
-    server {
-        listen 127.0.0.1:\$ServerPort;
-        location /t { rl_rule zone=s key=\$arg_k rate=5r/d; empty_gif; }
-    }
-CONF
-    return $ng->config_test;
-}
 
 # [name, rl_zone line, what the [emerg] line must hold]
 my @bad = (
@@ -85,7 +74,7 @@ my @bad = (
 );
 for my $b (@bad) {
     my ($name, $zone, $want) = @$b;
-    my ($ok, $text) = conf_test($zone);
+    my ($ok, $text) = zone_config_test($zone);
     ok(!$ok, "nginx -t: $name fails");
     my ($line) = grep { /\[emerg\]/ } split /\n/, $text;
     $line //= '';
@@ -102,7 +91,7 @@ my ($dead1, $dead2) = (free_port(), free_port());
              . ' master=mymaster password=p sentinel_username=u'
              . ' sentinel_password=sp db=3 prefix=x: timeout=1s'
              . ' connect_timeout=1s failure=open;';
-    my ($ok, $text) = conf_test($zone);
+    my ($ok, $text) = zone_config_test($zone);
     ok($ok, 'nginx -t: a sentinel zone with every option and unreachable '
             . 'sentinels passes') or diag($text);
     my $ng = start_nginx(start => 0, config => <<"CONF");

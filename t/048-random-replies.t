@@ -20,6 +20,7 @@
 
 use lib 't/lib';
 use RlTest;
+use RlTest::Resp qw(bulk command send_all);
 use RlTest::Proc qw(make_tempdir);
 use Digest::SHA qw(sha1_hex);
 use IO::Select;
@@ -50,7 +51,6 @@ my ($fake_port, $cluster_port) = ($listen->sockport, $clisten->sockport);
 
 # ------------------------------------------------------------ replies
 
-sub bulk { my ($s) = @_; return '$' . length($s) . "\r\n$s\r\n" }
 sub pick { $_[int(rand(@_))] }
 sub bytes { join '', map { chr int(rand(256)) } 1 .. $_[0] }
 
@@ -150,33 +150,6 @@ sub cluster_slots {
 }
 
 # ------------------------------------------------------------ the fake
-
-# one command: an array of bulk strings; returns its words and the rest
-sub command {
-    my ($buf) = @_;
-    return unless $buf =~ /^\*(\d+)\r\n/;
-    my ($n, $at, @words) = ($1, length $&);
-    for (1 .. $n) {
-        return unless substr($buf, $at) =~ /^\$(\d+)\r\n/;
-        my $len = $1;
-        $at += length $&;
-        return if length($buf) < $at + $len + 2;
-        push @words, substr($buf, $at, $len);
-        $at += $len + 2;
-    }
-    return (\@words, substr($buf, $at));
-}
-
-sub send_all {
-    my ($fh, $out) = @_;
-    my $off = 0;
-    while ($off < length $out) {
-        my $w = syswrite $fh, $out, length($out) - $off, $off;
-        return 0 unless defined $w;
-        $off += $w;
-    }
-    return 1;
-}
 
 my $fake = spawn(sub {
     srand($seed + 1);

@@ -76,7 +76,7 @@ our @EXPORT = qw(
     start_redis start_nginx
     http_get http_request http_start http_parallel
     wait_until free_port spawn now module_path repo_root
-    code_status status_counts metric_value
+    code_status status_counts metric_value zone_config_test
     $RedisPort $RedisSock $ServerPort $ServerRoot
 );
 
@@ -114,6 +114,21 @@ sub start_nginx { RlTest::Nginx->new(@_) }
 sub code_status {
     my ($res) = @_;
     return "$res->{code} " . ($res->{headers}{'x-rl-status'} // '');
+}
+
+# ($ok, $text) of `nginx -t` on an rl_zone line and a rule of that zone
+# (the nginx -t tests of rl_zone's parameters)
+sub zone_config_test {
+    my ($zone) = @_;
+    my ($name) = $zone =~ /rl_zone\s+(\S+)/;
+    my $ng = RlTest::Nginx->new(start => 0, config => <<"CONF");
+    $zone
+    server {
+        listen 127.0.0.1:\$ServerPort;
+        location /t { rl_rule zone=$name key=\$arg_k rate=5r/d; empty_gif; }
+    }
+CONF
+    return $ng->config_test;
 }
 
 # "200 PASSED x5, 429 REJECTED x2": how many responses had each
