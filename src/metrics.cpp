@@ -137,6 +137,70 @@ u_char *requests(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
     return p;
 }
 
+/* The rules of the running configuration (one per entry: identical
+ * rules share theirs) for which want(rule) holds: f(p, entry, stats). */
+template <typename Want, typename F>
+u_char *eachRule(u_char *p, ngx_http_rl_main_conf_t *rmcf, Want want, F f) {
+    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
+    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
+        ngx_http_rl_rule_stats_t *s = rules[i]->stats;
+        bool seen = s == nullptr || !want(rules[i]);
+        for (ngx_uint_t j = 0; j < i && !seen; j++) {
+            seen = rules[j]->stats == s && want(rules[j]);
+        }
+        if (!seen && entryOf(s)->kind != kFree) {
+            p = f(p, entryOf(s), s);
+        }
+    }
+    return p;
+}
+
+u_char *ruleLabels(u_char *p, const char *name, size_t len, Entry *e) {
+    p = ngx_cpymem(p, name, len);
+    p = ngx_cpymem(p, "{zone=\"", 7);
+    p = label(p, e->zone, e->zoneLen);
+    p = ngx_cpymem(p, "\",rule=\"", 8);
+    return label(p, e->rule, e->ruleLen);
+}
+
+/* rl_inflight (concurrency= rules) and rl_charges_total (charge=) */
+u_char *gateway(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
+    ngx_uint_t after = ngx_http_rl_after_rules(rmcf);
+    if (after & 1) {
+        p = header(p, "rl_inflight", "gauge",
+                   "Slots of concurrency= rules this instance's requests "
+                   "hold now.");
+        p = eachRule(
+            p, rmcf,
+            [](const ngx_http_rl_rule_t *r) {
+                return r->algorithm == RL_ALGORITHM_CONCURRENCY;
+            },
+            [](u_char *q, Entry *e, ngx_http_rl_rule_stats_t *s) {
+                q = ruleLabels(q, "rl_inflight", 11, e);
+                return ngx_sprintf(q, "\"} %uA\n", s->inflight);
+            });
+    }
+    if (after & 2) {
+        p = header(p, "rl_charges_total", "counter",
+                   "Charges of charge= rules as requests ended: sent to "
+                   "the store, lost (not counted), invalid values.");
+        p = eachRule(
+            p, rmcf,
+            [](const ngx_http_rl_rule_t *r) { return r->charge_cv != nullptr; },
+            [](u_char *q, Entry *e, ngx_http_rl_rule_stats_t *s) {
+                static const char *const result[] = {"sent", "lost",
+                                                     "invalid"};
+                for (int k = 0; k < NGX_HTTP_RL_CHARGE_RESULTS; k++) {
+                    q = ruleLabels(q, "rl_charges_total", 16, e);
+                    q = ngx_sprintf(q, "\",result=\"%s\"} %uA\n", result[k],
+                                    s->charges[k]);
+                }
+                return q;
+            });
+    }
+    return p;
+}
+
 u_char *latency(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n) {
     p = header(p, "rl_store_latency_seconds", "histogram",
                "Round trips to the zone's Redis.");
@@ -304,7 +368,8 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
     /* every line is at most two labels of kLabel escaped bytes plus a
      * name, a value and punctuation */
     size_t line = 4 * kLabel + 128;
-    size_t size = 2048 + line * (NGX_HTTP_RL_OUTCOMES * rmcf->rules.nelts +
+    size_t size = 4096 + line * ((NGX_HTTP_RL_OUTCOMES + 4) *
+                                     rmcf->rules.nelts +
                                  (NGX_HTTP_RL_LATENCY_BUCKETS + 11) * nz);
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
     if (b == nullptr) {
@@ -332,6 +397,7 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
                     "(failure=local) while Redis could not answer.",
                     offsetof(ngx_http_rl_zone_stats_t, local));
         p = leaseUnits(p, zones, nz);
+        p = gateway(p, rmcf);
     }
     b->last = p;
     b->last_buf = (r == r->main) ? 1 : 0;

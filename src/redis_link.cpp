@@ -152,7 +152,8 @@ Link::~Link() {
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);
     }
-    for (CallQueue *q : {&queue_, &refunds_}) {
+    for (CallQueue *q :
+         {&queue_, &ownCalls_[0], &ownCalls_[1], &ownCalls_[2]}) {
         while (!q->empty()) {  /* the worker exits: nobody waits */
             for (Call *c = q->take(); c != nullptr;) {
                 Call *next = c->next;
@@ -231,7 +232,7 @@ void Link::located(const ngx_http_rl_server_t *at, const char *why) {
         return;
     }
     ngx_add_timer(&deadline_, zone_->connect_timeout);
-    if ((!queue_.empty() || !refunds_.empty()) && !flush_.posted) {
+    if ((!queue_.empty() || !ownedEmpty()) && !flush_.posted) {
         ngx_post_event(&flush_, &ngx_posted_events);
     }
 }
@@ -674,13 +675,13 @@ void Link::enqueue(Call *call) {
     }
 }
 
-Call *Link::queueRefund(ngx_http_rl_group_t *group) {
-    if (!usable()) {
+Call *Link::queue(ngx_http_rl_group_t *group, CallKind kind) {
+    if (!usable() || kind == CallKind::Decide) {
         return nullptr;
     }
     Call *call = take(group);
     if (call != nullptr) {
-        refunds_.push(call);
+        ownCalls_[static_cast<int>(kind) - 1].push(call);
         if (!flush_.posted) {
             ngx_post_event(&flush_, &ngx_posted_events);
         }
@@ -689,7 +690,8 @@ Call *Link::queueRefund(ngx_http_rl_group_t *group) {
 }
 
 /* The queued calls leave, as few script calls as the limits allow (in
- * a cluster, a call per slot): decisions, then refunds. */
+ * a cluster, a call per slot): decisions, then refunds (a release
+ * after the decision that took its slot), renewals, charges. */
 void Link::flush() {
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);   /* (worker exit: writeNow) */
@@ -705,14 +707,18 @@ void Link::flush() {
             sendBatch(first, first->asking);
         }
     }
-    while (!refunds_.empty()) {
-        sendBatch(cluster_ == nullptr ? refunds_.take() : refunds_.takeSlot(),
-                  false, true);
+    for (int k = 0; k < 3; k++) {
+        CallQueue &q = ownCalls_[k];
+        while (!q.empty()) {
+            sendBatch(cluster_ == nullptr ? q.take() : q.takeSlot(), false,
+                      static_cast<CallKind>(k + 1));
+        }
     }
     evalNext_ = false;
 }
 
-void Link::sendBatch(Call *first, bool asking, bool refund) {
+void Link::sendBatch(Call *first, bool asking, CallKind kind) {
+    bool own = kind != CallKind::Decide;
     Batch *batch = freeBatches_;
     if (batch != nullptr) {
         freeBatches_ = batch->next;
@@ -721,16 +727,16 @@ void Link::sendBatch(Call *first, bool asking, bool refund) {
     }
     size_t len = 0;
     if (batch != nullptr && ac_ != nullptr) {
-        len = command_.build(first, evalNext_, monotonicUs(), log_, refund);
+        len = command_.build(first, evalNext_, monotonicUs(), log_, kind);
     }
     if (len > 0) {
         batch->link = this;
         batch->first = first;
-        batch->refund = refund;
+        batch->kind = kind;
         /* ASKING holds for the next command only: the batch */
         if ((!asking || redisAsyncCommand(ac_, nullptr, nullptr, "ASKING")
                             == REDIS_OK) &&
-            redisAsyncFormattedCommand(ac_, refund ? onRefunds : onReply,
+            redisAsyncFormattedCommand(ac_, own ? onRefunds : onReply,
                                        batch, command_.data(), len)
                 == REDIS_OK)
         {
@@ -740,8 +746,8 @@ void Link::sendBatch(Call *first, bool asking, bool refund) {
     /* no connection any more, or no memory: the policy, now */
     if (batch != nullptr) {
         batch->first = first;
-        batch->refund = refund;
-        if (refund) {
+        batch->kind = kind;
+        if (own) {
             refundsReplied(batch, nullptr);
             return;
         }
@@ -754,8 +760,9 @@ void Link::sendBatch(Call *first, bool asking, bool refund) {
     }
 }
 
-/* A batch of refunds was answered: 1, or an error for all of them (a
- * lost script, a slot that moved: each goes again on its own). */
+/* A batch of refunds (renewals, charges) was answered: 1, or an error
+ * for all of them (a lost script, a slot that moved: each goes again on
+ * its own). */
 void Link::refundsReplied(Batch *batch, const redisReply *reply) {
     if (reply == nullptr) {
         lost_ = true;

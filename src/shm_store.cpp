@@ -253,6 +253,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
         ngx_uint_t i = g->rules[k];
         params[k] = paramsOf(&rules[i]);
         params[k].dryRun = ngx_http_rl_dry_run(ctx, &rules[i]) != 0;
+        params[k].slotId = g->slot_id;
         costs[k] = ctx->costs[i];
     }
 
@@ -307,11 +308,50 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
         nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i], g->now_us,
                                 nodes, k);
         if (nodes[k] != nullptr) {
-            rl::refund(paramsOf(&rules[i]), nodes[k]->state,
-                       logOf(nodes[k]), ctx->costs[i], g->now_us);
+            rl::Params p = paramsOf(&rules[i]);
+            p.slotId = g->slot_id;  /* a concurrency rule's: released */
+            rl::refund(p, nodes[k]->state, logOf(nodes[k]), ctx->costs[i],
+                       g->now_us);
         }
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,
+                          const ngx_http_rl_rule_t *rule, const ngx_str_t *key,
+                          uint64_t slot, ngx_uint_t renew) noexcept {
+    uint32_t hash = ngx_murmur_hash2(key->data, key->len);
+    ngx_shmtx_lock(&z->shpool->mutex);
+    auto *n = reinterpret_cast<Node *>(
+        sharedOf(z)->index.find(*key, hash, false));
+    if (n != nullptr && n->slots == rl::logSlots(paramsOf(rule))) {
+        rl::Params p = paramsOf(rule);
+        p.slotId = slot;
+        int64_t now = rl::realtimeUs();
+        if (renew) {
+            rl::renew(p, n->state, logOf(n), now);
+        } else {
+            rl::refund(p, n->state, logOf(n), 1, now);
+        }
+        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *z,
+                                 const ngx_http_rl_rule_t *rule,
+                                 const ngx_str_t *value,
+                                 int64_t units) noexcept {
+    int64_t now = rl::realtimeUs();
+    ngx_shmtx_lock(&z->shpool->mutex);
+    Node *n = findOrCreate(z, rule, value, now, nullptr, 0);
+    if (n != nullptr) {
+        rl::Params p = paramsOf(rule);
+        rl::charge(p, n->state, units, now);
+        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    return n != nullptr ? NGX_OK : NGX_ERROR;
 }
 
 }  // extern "C"
