@@ -67,6 +67,8 @@ ngx_http_rl_link_t *linkOf(ngx_http_rl_main_conf_t *rmcf,
 
 bool sendOwned(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_group_t *g,
                CallKind kind, int retry) {
+    /* a renewal's or a charge's time: when it leaves (t = -its wait) */
+    g->sent_us = monotonicUs();
     if (retry == NGX_HTTP_RL_RETRY_NONE) {
         g->refund_retried = 0;
         auto *link = reinterpret_cast<Link *>(linkOf(rmcf, g->zone, g->slot));
