@@ -17,19 +17,7 @@ my $r  = start_redis();
 my $up = start_upstream();
 my $UP = $up->port;
 
-# Slots live in Redis now (not expired), over every key of the prefix.
-my $LIVE = <<'LUA';
-local t = redis.call('TIME')
-local now = string.format('%.0f', t[1] * 1e6 + t[2])
-local n = 0
-for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
-    if redis.call('TYPE', k).ok == 'zset' then
-        n = n + redis.call('ZCOUNT', k, '(' .. now, '+inf')
-    end
-end
-return n
-LUA
-sub live { my ($redis) = @_; return $redis->cli('EVAL', $LIVE, 0, 'rl:*') }
+sub live { slots_held($_[0]) }
 
 sub conf {
     my (%o) = @_;
@@ -242,6 +230,33 @@ my $P = $ng->port;
 }
 
 $ng->stop;
+
+# ------------------------------------------------------------ late decisions
+
+{
+    # Redis stopped while decisions are out: a request whose client went
+    # away, and one that got failure=open at its timeout, have their
+    # calls run when Redis resumes; the slots those take are released
+    my $late = start_nginx(redis => $r, workers => 1, config => conf(
+        zone => 'redis=127.0.0.1:$RedisPort timeout=300ms failure=open'));
+    my $L = $late->port;
+    is(http_get($L, '/in?key=warm&ms=1')->{code}, 200, 'connected');
+    my ($zadd, $zrem) = ($r->calls('zadd'), $r->calls('zrem'));
+    $r->kill('STOP');
+    my $gone = http_start($L, '/in?key=late&ms=1');
+    select undef, undef, undef, 0.05;
+    close $gone->{sock};
+    my $open = http_get($L, '/in?key=late2&ms=1');
+    is(join(' ', $open->{code}, $open->{headers}{'x-rl-status'}),
+       '200 ERROR', 'timed out: failure=open');
+    $r->kill('CONT');
+    ok(wait_until(sub { live($r) == 0 && $r->cli('KEYS', 'rl:{late*')
+                        eq '' }, timeout => 5),
+       'the late calls ran, and what they took was released');
+    is($r->calls('zadd') - $zadd, 2, 'both took a slot when Redis resumed');
+    cmp_ok($r->calls('zrem') - $zrem, '>=', 2, 'and both were released');
+    $late->stop;
+}
 
 # ------------------------------------------------------------ embedded
 

@@ -79,7 +79,7 @@ our @EXPORT = qw(
     start_redis start_nginx start_upstream
     http_get http_request http_start http_parallel
     wait_until free_port spawn now module_path repo_root
-    code_status status_counts metric_value zone_config_test
+    code_status status_counts metric_value zone_config_test slots_held
     $RedisPort $RedisSock $ServerPort $ServerRoot
 );
 
@@ -143,6 +143,26 @@ sub status_counts {
     my %n;
     $n{ code_status($_) }++ for @res;
     return join ', ', map { "$_ x$n{$_}" } sort keys %n;
+}
+
+# slots_held($redis): the concurrency= slots Redis holds now (not
+# expired), over every key of the prefix rl: (lua/concurrency.lua);
+# slots_held(sub { $cluster->cli_on($node, @_) }) on one node
+my $SLOTS_HELD = <<'LUA';
+local t = redis.call('TIME')
+local now = string.format('%.0f', t[1] * 1e6 + t[2])
+local n = 0
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+    if redis.call('TYPE', k).ok == 'zset' then
+        n = n + redis.call('ZCOUNT', k, '(' .. now, '+inf')
+    end
+end
+return n
+LUA
+sub slots_held {
+    my ($redis) = @_;
+    my @args = ('EVAL', $SLOTS_HELD, 0, 'rl:*');
+    return ref $redis eq 'CODE' ? $redis->(@args) : $redis->cli(@args);
 }
 
 # metric_value($port, 'rl_store_up{zone="a"}'): that series' value on the
