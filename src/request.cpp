@@ -843,10 +843,15 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
     for (ngx_uint_t k = 0; k < group->nrules; k++) {
         ngx_http_rl_rule_t *rule = &rules[group->rules[k]];
         dry[k] = ngx_http_rl_dry_run(ctx, rule);
-        /* a reply asking a longer delay or retry is not the script's */
+        /* a reply asking a longer delay or retry is not the script's;
+         * but charges (charge=) may leave a key in debt, freed as slowly
+         * as the rule refills */
         rl_reply_bounds(static_cast<int>(rule->algorithm), rule->limit,
                         rule->window_us, rule->burst, rule->delay,
                         group->costs[k], &bounds[k]);
+        if (rule->charge_cv != nullptr) {
+            bounds[k].max_retry_us = INT64_MAX;
+        }
     }
     /* every call of the module's asks for Redis' clock */
     if (reply != nullptr && clock_us > 0 &&

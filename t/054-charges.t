@@ -104,6 +104,20 @@ sub sent {
     is(usage($r, 'budget'), 150, 'a rejected request charges nothing');
     is(charges($ng[0], 'sent') + charges($ng[1], 'sent'), 41,
        'no charge for the rejections');
+
+    # a bucket in debt: its retry is longer than one request's ever is
+    $_->reload(config => conf(rule => 'rate=10r/s algorithm=token_bucket'))
+        for @ng;
+    is(http_get($ng[0]->port, '/c?key=debt&ms=1&tokens=1000')->{code}, 200,
+       'a bucket of 10 charged 1000');
+    sent(42, @ng);
+    for my $i (0, 1) {
+        my $res = http_get($ng[$i]->port, '/c?key=debt&ms=1&tokens=1');
+        is($res->{code} . ' ' . $res->{headers}{'x-rl-status'},
+           '429 REJECTED', 'in debt: rejected on instance ' . ($i + 1));
+        cmp_ok($res->{headers}{'retry-after'} // 0, '>=', 95,
+               'until the debt is refilled (990 at 10 a second)');
+    }
     $_->stop for @ng;
 }
 
