@@ -29,20 +29,10 @@ Worker *workerOf(ngx_http_rl_main_conf_t *rmcf) {
     return static_cast<Worker *>(rmcf->charge_worker);
 }
 
-OwnedCall *callOf(ngx_http_rl_group_t *g) {
-    return reinterpret_cast<OwnedCall *>(reinterpret_cast<u_char *>(g) -
-                                         offsetof(OwnedCall, group));
-}
-
 void tally(const ngx_http_rl_rule_t *rule, int result) {
     if (rule->stats != nullptr) {
         (void) ngx_atomic_fetch_add(&rule->stats->charges[result], 1);
     }
-}
-
-void freeCall(OwnedCall *c) {
-    ngx_queue_remove(&c->queue);
-    ngx_free(c);
 }
 
 /* The rule's charge for the request: C, or -1 when VALUE is no whole
@@ -78,11 +68,9 @@ int64_t chargeOf(ngx_http_request_t *r, const ngx_http_rl_rule_t *rule) {
 }
 
 void chargeDone(ngx_http_rl_group_t *g, int retry) noexcept {
-    OwnedCall *c = callOf(g);
+    OwnedCall *c = ownedOf(g);
     g->call = nullptr;
-    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_rl_module));
-    if (retryOwned(rmcf, c, retry)) {
+    if (retryOwned(cycleConf(), c, retry)) {
         return;
     }
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
@@ -90,7 +78,7 @@ void chargeDone(ngx_http_rl_group_t *g, int retry) noexcept {
                                ? NGX_HTTP_RL_CHARGE_SENT
                                : NGX_HTTP_RL_CHARGE_LOST);
     }
-    freeCall(c);
+    freeOwned(c);
 }
 
 /* The group's charged rules (indexes into the location's rules) and
@@ -120,7 +108,7 @@ void send(Worker *w, ngx_http_rl_group_t *g, const ngx_uint_t *rules,
         if (sendOwned(w->rmcf, c, CallKind::Charge)) {
             return;
         }
-        freeCall(c);
+        freeOwned(c);
     }
     for (ngx_uint_t k = 0; k < n; k++) {
         tally(&all[rules[k]], NGX_HTTP_RL_CHARGE_LOST);
@@ -130,9 +118,7 @@ void send(Worker *w, ngx_http_rl_group_t *g, const ngx_uint_t *rules,
 }  // namespace
 
 void chargeRequest(ngx_http_rl_ctx_t *ctx) {
-    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(ctx->r, ngx_http_rl_module));
-    Worker *w = workerOf(rmcf);
+    Worker *w = workerOf(confOf(ctx->r));
     if (w == nullptr || ctx->charged || !ctx->finished ||
         ctx->rc != NGX_DECLINED) {
         return;
@@ -186,13 +172,10 @@ ngx_int_t ngx_http_rl_charges_init(ngx_cycle_t *cycle,
     if ((ngx_http_rl_after_rules(rmcf) & 2) == 0) {
         return NGX_OK;
     }
-    auto *w = static_cast<rl::Worker *>(
-        ngx_pcalloc(cycle->pool, sizeof(rl::Worker)));
+    auto *w = rl::newWorker<rl::Worker>(cycle, rmcf);
     if (w == nullptr) {
         return NGX_ERROR;
     }
-    w->rmcf = rmcf;
-    w->log = cycle->log;
     ngx_queue_init(&w->calls);
     rmcf->charge_worker = w;
     return NGX_OK;
@@ -204,7 +187,7 @@ void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
         return;
     }
     while (!ngx_queue_empty(&w->calls)) {
-        rl::freeCall(ngx_queue_data(ngx_queue_head(&w->calls),
+        rl::freeOwned(ngx_queue_data(ngx_queue_head(&w->calls),
                                     rl::OwnedCall, queue));
     }
     rmcf->charge_worker = nullptr;

@@ -50,13 +50,7 @@ Worker *workerOf(ngx_http_rl_main_conf_t *rmcf) {
 }
 
 Hold *holdOf(ngx_http_rl_group_t *g) {
-    return reinterpret_cast<Hold *>(reinterpret_cast<u_char *>(g) -
-                                    offsetof(OwnedCall, group));
-}
-
-ngx_http_rl_main_conf_t *mainConf() {
-    return static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_rl_module));
+    return reinterpret_cast<Hold *>(ownedOf(g));
 }
 
 /* Where the group was decided: this instance's memory, or Redis. */
@@ -97,8 +91,7 @@ void count(Hold *h, ngx_atomic_int_t by) {
 }
 
 void freeHold(Hold *h) {
-    ngx_queue_remove(&h->call.queue);
-    ngx_free(h);
+    freeOwned(&h->call);
 }
 
 /* The hold's slots in this instance's memory: released, or renewed. */
@@ -139,6 +132,16 @@ void release(Worker *w, Hold *h) {
     }
 }
 
+/* The group's slots of `mask` that a call may take, or its answer
+ * took, go now (the request went before it was settled). */
+void releaseNow(Worker *w, ngx_http_rl_group_t *g, uint64_t mask) {
+    Hold *h = makeHold(w, g, mask);
+    if (h != nullptr) {
+        ngx_queue_insert_tail(&w->live, &h->call.queue);
+        release(w, h);
+    }
+}
+
 void armRenewal(Worker *w) {
     if (!w->renew.timer_set && !w->exiting &&
         !ngx_queue_empty(&w->live)) {
@@ -174,8 +177,7 @@ void onRenew(ngx_event_t *ev) noexcept {
 void holdDone(ngx_http_rl_group_t *g, int retry) noexcept {
     Hold *h = holdOf(g);
     g->call = nullptr;
-    ngx_http_rl_main_conf_t *rmcf = mainConf();
-    if (retryOwned(rmcf, &h->call, retry)) {
+    if (retryOwned(cycleConf(), &h->call, retry)) {
         return;
     }
     if (h->leaving) {
@@ -216,8 +218,7 @@ uint64_t slotId(ngx_http_rl_main_conf_t *rmcf) {
 }
 
 void inflightHold(ngx_http_rl_ctx_t *ctx) {
-    Worker *w = workerOf(static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(ctx->r, ngx_http_rl_module)));
+    Worker *w = workerOf(confOf(ctx->r));
     if (w == nullptr) {
         return;
     }
@@ -252,21 +253,14 @@ void inflightHold(ngx_http_rl_ctx_t *ctx) {
 }
 
 void inflightAbandon(ngx_http_rl_group_t *g) {
-    Worker *w = workerOf(static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(g->ctx->r, ngx_http_rl_module)));
-    if (w == nullptr || g->held == 0 || decidedHere(g)) {
-        return;
-    }
-    Hold *h = makeHold(w, g, g->held);
-    if (h != nullptr) {
-        ngx_queue_insert_tail(&w->live, &h->call.queue);
-        release(w, h);
+    Worker *w = workerOf(confOf(g->ctx->r));
+    if (w != nullptr && g->held != 0 && !decidedHere(g)) {
+        releaseNow(w, g, g->held);
     }
 }
 
 void inflightEnd(ngx_http_rl_ctx_t *ctx) {
-    Worker *w = workerOf(static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(ctx->r, ngx_http_rl_module)));
+    Worker *w = workerOf(confOf(ctx->r));
     if (w == nullptr) {
         return;
     }
@@ -280,11 +274,7 @@ void inflightEnd(ngx_http_rl_ctx_t *ctx) {
              * what its answer took */
             if (g->call != nullptr ||
                 (g->done && g->allowed && !g->error && !g->skipped)) {
-                Hold *h = makeHold(w, g, g->held);
-                if (h != nullptr) {
-                    ngx_queue_insert_tail(&w->live, &h->call.queue);
-                    release(w, h);
-                }
+                releaseNow(w, g, g->held);
             }
         }
     }
@@ -308,15 +298,12 @@ ngx_int_t ngx_http_rl_inflight_init(ngx_cycle_t *cycle,
     if (shortest == 0) {
         return NGX_OK;
     }
-    auto *w = static_cast<rl::Worker *>(
-        ngx_pcalloc(cycle->pool, sizeof(rl::Worker)));
+    auto *w = rl::newWorker<rl::Worker>(cycle, rmcf);
     if (w == nullptr) {
         return NGX_ERROR;
     }
-    w->rmcf = rmcf;
     w->tag = rl::randomTag();
     w->tickUs = shortest / 3;
-    w->log = cycle->log;
     ngx_queue_init(&w->live);
     ngx_queue_init(&w->leaving);
     rl::initTimer(&w->renew, rl::onRenew, w, cycle->log);

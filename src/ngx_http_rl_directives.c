@@ -101,6 +101,8 @@ static char *ngx_http_rl_rule_charge(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value);
 static char *ngx_http_rl_rule_identity(ngx_conf_t *cf,
     ngx_http_rl_rule_t *rule, ngx_str_t *name, uint64_t window_us);
+static ngx_int_t ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_complex_value_t **cv);
 static char *ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
 static ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf,
     ngx_str_t *name);
@@ -1078,9 +1080,9 @@ static char *
 ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value, ngx_http_rl_rule_args_t *ra)
 {
-    size_t                             i;
-    ngx_str_t                          s;
-    ngx_http_compile_complex_value_t   ccv;
+    size_t                     i;
+    ngx_str_t                  s;
+    ngx_http_complex_value_t  *cv;
 
     if (ngx_strncmp(value->data, "zone=", 5) == 0) {
         s.data = value->data + 5;
@@ -1104,13 +1106,9 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
             return NGX_CONF_ERROR;
         }
 
-        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+        cv = &rule->key;
 
-        ccv.cf = cf;
-        ccv.value = &s;
-        ccv.complex_value = &rule->key;
-
-        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        if (ngx_http_rl_compile(cf, &s, &cv) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
 
@@ -1245,9 +1243,8 @@ static char *
 ngx_http_rl_rule_cost(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value)
 {
-    ngx_int_t                          n;
-    ngx_str_t                          s;
-    ngx_http_compile_complex_value_t   ccv;
+    ngx_int_t   n;
+    ngx_str_t   s;
 
     s.data = value->data + 5;
     s.len = value->len - 5;
@@ -1265,18 +1262,7 @@ ngx_http_rl_rule_cost(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_OK;
     }
 
-    rule->cost_cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
-    if (rule->cost_cv == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-
-    ccv.cf = cf;
-    ccv.value = &s;
-    ccv.complex_value = rule->cost_cv;
-
-    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+    if (ngx_http_rl_compile(cf, &s, &rule->cost_cv) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -1291,8 +1277,7 @@ static char *
 ngx_http_rl_rule_charge(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value)
 {
-    ngx_str_t                          s;
-    ngx_http_compile_complex_value_t   ccv;
+    ngx_str_t  s;
 
     s.data = value->data + 7;
     s.len = value->len - 7;
@@ -1303,18 +1288,7 @@ ngx_http_rl_rule_charge(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_ERROR;
     }
 
-    rule->charge_cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
-    if (rule->charge_cv == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-
-    ccv.cf = cf;
-    ccv.value = &s;
-    ccv.complex_value = rule->charge_cv;
-
-    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+    if (ngx_http_rl_compile(cf, &s, &rule->charge_cv) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -1693,6 +1667,32 @@ ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t first,
     }
 
     return NGX_OK;
+}
+
+
+/* A parameter's value with variables (key=, cost=, charge=), compiled
+ * into *cv, made first when NULL. */
+
+static ngx_int_t
+ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_complex_value_t **cv)
+{
+    ngx_http_compile_complex_value_t  ccv;
+
+    if (*cv == NULL) {
+        *cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+        if (*cv == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = value;
+    ccv.complex_value = *cv;
+
+    return ngx_http_compile_complex_value(&ccv);
 }
 
 

@@ -20,6 +20,40 @@ struct OwnedCall {
     CallKind                kind;       /* of the call out, if any */
 };
 
+/* The call of a group of the worker's (what owned_done gets). */
+inline OwnedCall *ownedOf(ngx_http_rl_group_t *g) {
+    return reinterpret_cast<OwnedCall *>(reinterpret_cast<u_char *>(g) -
+                                         offsetof(OwnedCall, group));
+}
+
+/* Off its owner's list, and freed. */
+inline void freeOwned(OwnedCall *c) {
+    ngx_queue_remove(&c->queue);
+    ngx_free(c);
+}
+
+/* The main configuration of the worker's cycle (of an answer's), or of
+ * a request. */
+inline ngx_http_rl_main_conf_t *cycleConf() {
+    return static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_rl_module));
+}
+inline ngx_http_rl_main_conf_t *confOf(ngx_http_request_t *r) {
+    return static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
+}
+
+/* A worker's part (a struct with rmcf and log), in the cycle's pool. */
+template <typename Worker>
+Worker *newWorker(ngx_cycle_t *cycle, ngx_http_rl_main_conf_t *rmcf) {
+    auto *w = static_cast<Worker *>(ngx_pcalloc(cycle->pool, sizeof(Worker)));
+    if (w != nullptr) {
+        w->rmcf = rmcf;
+        w->log = cycle->log;
+    }
+    return w;
+}
+
 /* The rules [0, n) of a request's group (indexes into its location's
  * rules), with their state keys for the request's key values and their
  * enforced specs, as a call of `size` bytes (the owner's struct, which

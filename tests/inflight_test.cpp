@@ -13,16 +13,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "fake_clock.hpp"
+
 namespace {
 
+using namespace rltest::clock;
 using rl::Algorithm;
 using rl::Check;
 using rl::Params;
 using rl::State;
-
-constexpr int64_t kMs = 1000;
-constexpr int64_t kSec = 1000 * kMs;
-constexpr int64_t kT0 = 1700006400LL * kSec;
 
 /* One concurrency rule's state, and its slots' log. */
 struct Inflight {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A real upstream for the in-flight and charge tests (t/053, t/054).
+"""A real upstream for the in-flight and charge tests (t/060, t/061).
 
     upstream.py PORT_FILE
 

@@ -17,7 +17,7 @@ use warnings;
 
 use File::Basename ();
 use RlTest::HTTP qw(http_get);
-use RlTest::Proc qw(make_tempdir exec_child wait_until kill_and_reap);
+use RlTest::Proc qw(make_tempdir exec_child wait_until);
 use parent -norequire, 'RlTest::Proc::Owned';
 
 # Debian's python3 (the first python3 on PATH may be another build;
@@ -44,12 +44,7 @@ sub new {
 sub port { $_[0]{port} }
 sub dir  { $_[0]{dir} }
 
-sub log_text {
-    my ($self) = @_;
-    open my $fh, '<', "$self->{dir}/upstream.log" or return '';
-    local $/;
-    return <$fh> // '';
-}
+sub log_text { RlTest::Nginx::_slurp("$_[0]{dir}/upstream.log") }
 
 sub stats {
     my ($self, $key) = @_;
@@ -65,13 +60,7 @@ sub release {
 
 sub reset { http_get($_[0]{port}, '/reset')->{code} }
 
-sub stop {
-    my ($self) = @_;
-    return unless $self->{pid};
-    kill_and_reap($self->{pid}, [TERM => 2], [KILL => 2]);
-    $self->{pid} = undef;
-    return 1;
-}
+sub stop { $_[0]->stop_child }
 
 sub _cleanup_priority { 2 }
 
