@@ -10,8 +10,7 @@
 --   when the request ends. A slot whose worker died is never renewed:
 --   it expires within H. The key lives until its last slot expires.
 -- check(key, now_us, limit, hold_us, burst, cost, delay, slot)
---     -> ok, left, reset, retry, delay, the key's TTL in us, what
---        commit needs:
+--     -> ok, left, reset, retry, delay, the TTL in us, what commit needs:
 --   live   slots not expired at now (score > now)
 --   ok     live + C <= N
 --   left   N - live
@@ -21,14 +20,22 @@
 --          slot frees as soon as any request of the key ends; the
 --          module's deny cache keeps a rejection that long
 --   delay  0
---   TTL    until the last slot expires, the request's included
--- commit(key, state, ttl_us): drops the expired slots, holds the
---   request's; the key lives ttl_us.
+--   TTL    H (the key's is set at the end of the call: until its last
+--          slot expires)
+-- commit(key, state, ttl_us): holds the request's slot.
 -- refund(key, then_us, ..., slot): the slot is released (the request
 --   ended, or another zone rejected it).
 -- renew(key, now_us, hold_us, slot): the slot, if still held, expires at
 --   now + H (never sooner than it did), and the key lives at least as
 --   long.
+-- flush(): what the call did to each key, written at its end (the
+--   driver calls it): per key, the expired slots removed and the new
+--   ones added with one command each, its TTL set once; releases one
+--   ZREM, renewals one ZADD. A call's requests on one key share its
+--   count (one ZCOUNT at the earliest of their times: a slot that
+--   expires between two of them counts as held for the later, never
+--   fewer held than there are), as the meters share their GET and SET
+--   (lua/meter.lua).
 -- A slot is a member of one key only: a request holds one slot per rule.
 
 local M = { slot = true }
@@ -39,37 +46,79 @@ local function fmt(x)
     return string.format('%.0f', x)
 end
 
+-- per key of the call: { n = slots live at `at`, at, k = slots held by
+-- the call, add = { score, member, ... }, base = the time TTLs count
+-- from, gone = { member ... }, renew = { score, member ... }, hold };
+-- ORDER: the keys, first met first
+local KEY, ORDER = {}, {}
+
+local function entry(key)
+    local e = KEY[key]
+    if e == nil then
+        e = { k = 0 }
+        KEY[key] = e
+        ORDER[#ORDER + 1] = key
+    end
+    return e
+end
+
 function M.check(key, now, limit, hold, burst, cost, delay, slot)
-    local live = redis.call('ZCOUNT', key, '(' .. fmt(now), '+inf')
+    local e = entry(key)
+    if e.at == nil or now < e.at then
+        e.n = redis.call('ZCOUNT', key, '(' .. fmt(now), '+inf')
+        e.at = now
+    end
+    local live = e.n + e.k
     local left = limit > live and limit - live or 0
     if live + cost > limit then
         return false, left, RETRY, RETRY, 0
     end
-    local last = tonumber(redis.call('ZRANGE', key, -1, -1,
-                                     'WITHSCORES')[2])
-    local ends = now + hold
-    if last ~= nil and last > ends then
-        ends = last
-    end
-    return true, left, 0, 0, 0, ends - now,
-           { now = now, ends = now + hold, slot = slot }
+    return true, left, 0, 0, 0, hold, { e, now + hold, slot }
 end
 
+-- ttl: the TTL the driver gives, H less the request's age: the key's
+-- TTL counts from its end less ttl
 function M.commit(key, s, ttl)
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(s.now))
-    redis.call('ZADD', key, fmt(s.ends), s.slot)
-    redis.call('PEXPIRE', key, px(ttl))
+    local e, ends = s[1], s[2]
+    e.add = e.add or {}
+    e.add[#e.add + 1] = fmt(ends)
+    e.add[#e.add + 1] = s[3]
+    e.k = e.k + 1
+    e.base = ends - ttl
 end
 
 function M.refund(key, now, limit, hold, burst, cost, delay, slot)
-    redis.call('ZREM', key, slot)
+    local e = entry(key)
+    e.gone = e.gone or {}
+    e.gone[#e.gone + 1] = slot
 end
 
 function M.renew(key, now, hold, slot)
-    local ends = now + hold
-    if redis.call('ZADD', key, 'XX', 'GT', 'CH', fmt(ends), slot) == 1 and
-       redis.call('PTTL', key) < px(hold) then
-        redis.call('PEXPIRE', key, px(hold))
+    local e = entry(key)
+    e.renew = e.renew or {}
+    e.renew[#e.renew + 1] = fmt(now + hold)
+    e.renew[#e.renew + 1] = slot
+    e.hold = hold
+end
+
+function M.flush()
+    for i = 1, #ORDER do
+        local key = ORDER[i]
+        local e = KEY[key]
+        if e.gone then
+            redis.call('ZREM', key, unpack(e.gone))
+        end
+        if e.add then
+            redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(e.at))
+            redis.call('ZADD', key, unpack(e.add))
+            local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
+            redis.call('PEXPIRE', key, px(tonumber(last) - e.base))
+        end
+        if e.renew and
+           redis.call('ZADD', key, 'XX', 'GT', 'CH', unpack(e.renew)) > 0 and
+           redis.call('PTTL', key) < px(e.hold) then
+            redis.call('PEXPIRE', key, px(e.hold))
+        end
     end
 end
 

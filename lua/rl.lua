@@ -590,11 +590,19 @@ for pass = refunding and 1 or 2, 2 do
         end
     end
 end
+-- what the slots' chunk (lua/concurrency.lua) writes at the end
+local slots = ALG['concurrency']
 if refunding then
+    if slots then
+        slots.flush()
+    end
     return 1
 end
 
 flush()
+if slots then
+    slots.flush()
+end
 if trailer then
     return table.concat(parts) .. table.concat(trailer)
 end

@@ -544,6 +544,24 @@ protected:
         return integerCommand({"PTTL", key});
     }
 
+    /* A concurrency rule's slots (lua/concurrency.lua): each member's 8
+     * bytes as the slot id, and its score, when it expires. */
+    std::map<uint64_t, long long> slots(const std::string& key) {
+        std::map<uint64_t, long long> m;
+        ReplyPtr r = command({"ZRANGE", key, "0", "-1", "WITHSCORES"});
+        for (size_t i = 0; r && i + 1 < r->elements; i += 2) {
+            const redisReply* member = r->element[i];
+            EXPECT_EQ(member->len, 8u) << key;
+            uint64_t id = 0;
+            for (size_t k = member->len; k-- > 0;) {
+                id = id << 8 | static_cast<unsigned char>(member->str[k]);
+            }
+            m[id] = std::stoll(std::string(r->element[i + 1]->str,
+                                           r->element[i + 1]->len));
+        }
+        return m;
+    }
+
     /* How many times Redis ran `name` (lowercase; scripts' commands
      * included) since the last CONFIG RESETSTAT, from INFO commandstats. */
     long long commandCalls(const std::string& name) {
