@@ -275,6 +275,10 @@ local function charge(key, alg, v, now, age, c)
         return  -- sliding_log, concurrency: the module never charges them
     end
     local ttl, a, b, x = alg.charge(key, now, v[2], v[3], v[4], c, v[5])
+    if STATE then
+        write(key, alg, ttl, age, a, b, x)
+        return
+    end
     local state = x and struct.pack('<ddd', a, b, x)
                   or struct.pack('<dd', a, b)
     if ttl then
@@ -303,10 +307,19 @@ local lease
 
 
 STATE = not refunding and {} or nil
+-- a charge call that gives nothing back keeps STATE as a decision does,
+-- and writes at the end (flush()): its records on one key share one
+-- MGET (the state with the override) and one SET. A charge below 0 is a
+-- refund, which writes at once: a call with one reads and writes Redis
+-- record by record.
+local giving
 
 -- A refund reads every record before it writes anything (pass 1); a
 -- decision writes at the end (flush()).
 for pass = refunding and 1 or 2, 2 do
+    if pass == 2 and mode == 'charge' and not giving then
+        STATE = {}
+    end
     local pos = 1
     while pos <= size do
         -- the request: n t, then its first rule k s c
@@ -427,7 +440,19 @@ for pass = refunding and 1 or 2, 2 do
                     pos = nxt
                 end
                 if refunding then
-                    if pass == 2 and mode ~= 'renew' then
+                    if pass == 2 and STATE then
+                        -- a charge: the key's state and override, read
+                        -- once per call (a block is no state for it)
+                        local blk = STATE[key]
+                        if blk == nil then
+                            blk = blocked(key, v)
+                        end
+                        if blk and #blk == 1 then
+                            STATE[key] = nil
+                        elseif ovr and OVR[key] then
+                            v = ovr(v, OVR[key])
+                        end
+                    elseif pass == 2 and mode ~= 'renew' then
                         -- what the decision read: the override, if any
                         local on = redis.call('MGET',
                                               string.sub(key, 1, -18))[1]
@@ -436,6 +461,7 @@ for pass = refunding and 1 or 2, 2 do
                             v = ovr(v, on)
                         end
                     end
+                    giving = giving or (mode == 'charge' and cost < 0)
                     pending[4 * i - 3], pending[4 * i - 2] = key, v
                     pending[4 * i - 1], pending[4 * i] = cost, slot
                 else
@@ -593,6 +619,9 @@ end
 -- what the slots' chunk (lua/concurrency.lua) writes at the end
 local slots = ALG['concurrency']
 if refunding then
+    if STATE then
+        flush()     -- a charge call's
+    end
     if slots then
         slots.flush()
     end

@@ -1328,3 +1328,39 @@ TEST_F(LuaScript, ConcurrencyBatchCountsAtItsEarliestTime) {
     EXPECT_FALSE(d[1].allowed) << describe(d[1]);
     EXPECT_EQ(commandCalls("zcount"), 2);
 }
+
+/* ------------------------------------------------------------------ */
+/* charges (charge=) in batches                                        */
+
+/* Charges of one call on one key add up, read and written once; a call
+ * with one below 0 (given back, as a refund) reads and writes record by
+ * record, and adds up the same. */
+TEST_F(LuaScript, ChargesOfOneCallAddUp) {
+    Rule f = fixed("charged", 100, kDay);
+    Rule t = token("charged", 100, kDay, 100);
+    int64_t now = redisTimeUs();
+    decide({f, t}, static_cast<uint64_t>(now));
+    std::vector<Request> calls;
+    for (int64_t units : {30, 5, 12}) {
+        Rule cf = f, ct = t;
+        cf.charge = units;
+        ct.charge = units;
+        calls.push_back({{cf, ct}, 0});
+    }
+    command({"CONFIG", "RESETSTAT"});
+    ReplyPtr r = command(callArgv(calls, false, false, {},
+                                  rl::CallKind::Charge));
+    ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
+    EXPECT_EQ(commandCalls("mget"), 2);     /* each key once, with its */
+    EXPECT_EQ(commandCalls("set"), 2);      /* override, and written once */
+    EXPECT_EQ(commandCalls("get"), 0);
+    EXPECT_EQ(state(f).at("c"), "48");
+    EXPECT_EQ(probe({t}, 0).out[0].remaining, 100 - 1 - 47 - 1);
+
+    calls[1].first[0].charge = -20;
+    calls[1].first[1].charge = -20;
+    r = command(callArgv(calls, false, false, {}, rl::CallKind::Charge));
+    ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
+    EXPECT_EQ(state(f).at("c"), "70");      /* 48 + 30 - 20 + 12 */
+    EXPECT_EQ(probe({t}, 0).out[0].remaining, 100 - 1 - 69 - 1);
+}
