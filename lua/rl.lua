@@ -452,8 +452,9 @@ for pass = refunding and 1 or 2, 2 do
                         elseif ovr and OVR[key] then
                             v = ovr(v, OVR[key])
                         end
-                    elseif pass == 2 and mode ~= 'renew' then
+                    elseif pass == 2 and mode ~= 'renew' and not slot then
                         -- what the decision read: the override, if any
+                        -- (a slot's release needs none)
                         local on = redis.call('MGET',
                                               string.sub(key, 1, -18))[1]
                         if on and string.find(on, LIMIT) then
