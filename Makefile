@@ -60,6 +60,7 @@ LUA        := lua
 MODULE_DIR := $(BUILD)/module
 MODULE     := $(MODULE_DIR)/ngx_http_rl_module.so
 SCRIPT_H   := $(MODULE_DIR)/ngx_http_rl_script.h
+PAGE_H     := $(MODULE_DIR)/ngx_http_rl_page.h
 CMAKE_DIR  := $(BUILD)/cmake
 RUN_DIR    := $(BUILD)/run
 RUN_PORT   ?= 8080
@@ -92,6 +93,7 @@ endif
 SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
+PAGE    := src/dashboard/embed.sh src/dashboard/index.html
 
 .PHONY: all deps module unit unit-build integration test test-nginx \
         fuzz run stop clean deb docs
@@ -114,7 +116,10 @@ $(MODULE_DIR)/Makefile: config $(HIREDIS_LIB) $(NGX_BIN)
 $(SCRIPT_H): $(SCRIPTS) $(MODULE_DIR)/Makefile
 	sh $(LUA)/embed.sh $(LUA) > $@
 
-$(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(SOURCES)
+$(PAGE_H): $(PAGE) $(MODULE_DIR)/Makefile
+	sh src/dashboard/embed.sh src/dashboard/index.html > $@
+
+$(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(PAGE_H) $(SOURCES)
 	$(MAKE) -f $(MODULE_DIR)/Makefile -C $(NGX_SRC) modules
 
 module: deps

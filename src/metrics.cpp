@@ -11,6 +11,8 @@
 
 #include "ngx.hpp"
 
+#include "core/usage.hpp"
+
 namespace {
 
 constexpr size_t kLabel = NGX_HTTP_RL_MAX_NAME;
@@ -111,30 +113,67 @@ u_char *header(u_char *p, const char *name, const char *type,
                        type);
 }
 
-u_char *requests(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
+/* f(p, entry, stats) for each rule's counters once (rules of one zone
+ * and name share them), those shown */
+template <typename F>
+u_char *eachRule(u_char *p, ngx_http_rl_main_conf_t *rmcf, F f) {
     auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    p = header(p, "rl_requests_total", "counter",
-               "Requests decided by a rule, by outcome for that rule.");
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         ngx_http_rl_rule_stats_t *s = rules[i]->stats;
         bool seen = s == nullptr;
         for (ngx_uint_t j = 0; j < i && !seen; j++) {
             seen = rules[j]->stats == s; /* identical rules share */
         }
-        if (seen || entryOf(s)->kind == kFree) {
-            continue;
-        }
-        Entry *e = entryOf(s);
-        for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
-            p = ngx_cpymem(p, "rl_requests_total{zone=\"", 24);
-            p = label(p, e->zone, e->zoneLen);
-            p = ngx_cpymem(p, "\",rule=\"", 8);
-            p = label(p, e->rule, e->ruleLen);
-            p = ngx_sprintf(p, "\",outcome=\"%s\"} %uA\n", kOutcome[o],
-                            s->outcomes[o]);
+        if (!seen && entryOf(s)->kind != kFree) {
+            p = f(p, entryOf(s), s);
         }
     }
     return p;
+}
+
+/* NAME{zone="Z",rule="R" */
+u_char *ruleSeries(u_char *p, const char *name, size_t len, const Entry *e) {
+    p = ngx_cpymem(p, name, len);
+    p = ngx_cpymem(p, "{zone=\"", 7);
+    p = label(p, e->zone, e->zoneLen);
+    p = ngx_cpymem(p, "\",rule=\"", 8);
+    return label(p, e->rule, e->ruleLen);
+}
+
+u_char *requests(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
+    p = header(p, "rl_requests_total", "counter",
+               "Requests decided by a rule, by outcome for that rule.");
+    return eachRule(p, rmcf, [](u_char *p, Entry *e,
+                                ngx_http_rl_rule_stats_t *s) {
+        for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
+            p = ruleSeries(p, "rl_requests_total", 17, e);
+            p = ngx_sprintf(p, "\",outcome=\"%s\"} %uA\n", kOutcome[o],
+                            s->outcomes[o]);
+        }
+        return p;
+    });
+}
+
+/* rl_usage_ratio: its sum counts a rejection as 1 */
+u_char *usage(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
+    p = header(p, "rl_usage_ratio", "histogram",
+               "The share of its limit a rule had used after each "
+               "decision; a rejected request counts in +Inf only.");
+    return eachRule(p, rmcf, [](u_char *p, Entry *e,
+                                ngx_http_rl_rule_stats_t *s) {
+        ngx_atomic_uint_t total = 0;
+        for (size_t b = 0; b < rl::usage::kBuckets; b++) {
+            total += s->usage[b];
+            p = ruleSeries(p, "rl_usage_ratio_bucket", 21, e);
+            p = ngx_sprintf(p, "\",le=\"%s\"} %uA\n",
+                            rl::usage::kBoundText[b], total);
+        }
+        ngx_atomic_uint_t milli = s->usage_sum;
+        p = ruleSeries(p, "rl_usage_ratio_sum", 18, e);
+        p = ngx_sprintf(p, "\"} %uA.%03uA\n", milli / 1000, milli % 1000);
+        p = ruleSeries(p, "rl_usage_ratio_count", 20, e);
+        return ngx_sprintf(p, "\"} %uA\n", total);
+    });
 }
 
 u_char *latency(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n) {
@@ -273,6 +312,21 @@ ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     return NGX_OK;
 }
 
+void ngx_http_rl_stats_usage(const ngx_http_rl_rule_t *rule,
+                             const rl_outcome_t *o) noexcept {
+    size_t b = rl::usage::kBuckets - 1;
+    int64_t milli = 1000;
+    if (o != nullptr) {
+        int64_t limit = o->limit > 0 ? o->limit
+                                     : static_cast<int64_t>(rule->limit);
+        b = rl::usage::bucket(limit, o->remaining);
+        milli = rl::usage::usedMilli(limit, o->remaining);
+    }
+    (void) ngx_atomic_fetch_add(&rule->stats->usage[b], 1);
+    (void) ngx_atomic_fetch_add(&rule->stats->usage_sum,
+                                static_cast<ngx_atomic_int_t>(milli));
+}
+
 void ngx_http_rl_stats_latency(ngx_http_rl_zone_t *zone,
                                ngx_msec_t us) noexcept {
     int b = 0;
@@ -304,7 +358,9 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
     /* every line is at most two labels of kLabel escaped bytes plus a
      * name, a value and punctuation */
     size_t line = 4 * kLabel + 128;
-    size_t size = 2048 + line * (NGX_HTTP_RL_OUTCOMES * rmcf->rules.nelts +
+    size_t size = 4096 + line * ((NGX_HTTP_RL_OUTCOMES +
+                                  NGX_HTTP_RL_USAGE_BUCKETS + 2) *
+                                     rmcf->rules.nelts +
                                  (NGX_HTTP_RL_LATENCY_BUCKETS + 11) * nz);
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
     if (b == nullptr) {
@@ -314,6 +370,7 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
     u_char *p = b->last;
     if (rmcf->metrics != nullptr) {
         p = requests(p, rmcf);
+        p = usage(p, rmcf);
         p = latency(p, zones, nz);
         p = perZone(p, zones, nz, "rl_store_timeouts_total", "counter",
                     "Requests that got no answer within the timeout.",
