@@ -14,6 +14,8 @@
 #                fake Redis answering random RESP through nginx (t/048)
 #   make docs    the design diagram, docs/img/design.svg, rendered from
 #                docs/design.dot with graphviz' dot (t/052 checks it)
+#   make screenshot  docs/img/dashboard.png: the operator dashboard as
+#                t/055-dashboard.t's headless Chromium draws it
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
@@ -96,7 +98,7 @@ SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 PAGE    := src/dashboard/embed.sh src/dashboard/index.html
 
 .PHONY: all deps module unit unit-build integration test test-nginx \
-        fuzz run stop clean deb docs
+        fuzz run stop clean deb docs screenshot
 
 all: module unit-build
 
@@ -210,6 +212,14 @@ docs:
 	@mkdir -p $(dir $(DESIGN_SVG))
 	$(DOT) -Tsvg docs/design.dot -o $(DESIGN_SVG).tmp
 	mv $(DESIGN_SVG).tmp $(DESIGN_SVG)
+
+# The dashboard's picture in the docs is what the browser test draws,
+# never a drawing: its traffic, its 100 rules, a key blocked from the
+# page.
+screenshot: module
+	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) \
+	    RL_SCREENSHOT=$(CURDIR)/docs/img/dashboard.png \
+	    prove t/055-dashboard.t
 
 clean: stop
 	rm -rf $(BUILD)
