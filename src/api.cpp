@@ -466,7 +466,9 @@ bool pathOf(ngx_http_request_t *r, ngx_str_t *path, ngx_str_t *query,
         path->len = 1;
     }
     query->data = path->data + path->len;
-    ngx_memcpy(query->data, r->args.data, query->len);
+    if (query->len > 0) {
+        ngx_memcpy(query->data, r->args.data, query->len);
+    }
     return true;
 }
 

@@ -62,6 +62,9 @@ u_char *Json::room(size_t n) {
 }
 
 Json &Json::raw(const char *s, size_t n) {
+    if (n == 0) {
+        return *this;
+    }
     u_char *p = room(n);
     if (p != nullptr) {
         last_->buf->last = ngx_cpymem(p, s, n);
