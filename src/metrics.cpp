@@ -312,18 +312,30 @@ ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     return NGX_OK;
 }
 
-void ngx_http_rl_stats_usage(const ngx_http_rl_rule_t *rule,
-                             const rl_outcome_t *o) noexcept {
+void ngx_http_rl_stats_rule(const ngx_http_rl_rule_t *rule,
+                            ngx_uint_t outcome, const rl_outcome_t *o,
+                            const ngx_str_t *value) noexcept {
+    ngx_http_rl_rule_stats_t *s = rule->stats;
+    if (s == nullptr) {
+        return;
+    }
+    (void) ngx_atomic_fetch_add(&s->outcomes[outcome], 1);
     size_t b = rl::usage::kBuckets - 1;
     int64_t milli = 1000;
-    if (o != nullptr) {
+    if (outcome == NGX_HTTP_RL_REJECTED ||
+        outcome == NGX_HTTP_RL_REJECTED_DRY_RUN) {
+        ngx_http_rl_top_reject(rule, value);
+    } else if (outcome != NGX_HTTP_RL_ERROR && o != nullptr) {
         int64_t limit = o->limit > 0 ? o->limit
                                      : static_cast<int64_t>(rule->limit);
         b = rl::usage::bucket(limit, o->remaining);
         milli = rl::usage::usedMilli(limit, o->remaining);
+        ngx_http_rl_top_admit(rule, value);
+    } else {
+        return;     /* no figures: not in the histogram */
     }
-    (void) ngx_atomic_fetch_add(&rule->stats->usage[b], 1);
-    (void) ngx_atomic_fetch_add(&rule->stats->usage_sum,
+    (void) ngx_atomic_fetch_add(&s->usage[b], 1);
+    (void) ngx_atomic_fetch_add(&s->usage_sum,
                                 static_cast<ngx_atomic_int_t>(milli));
 }
 

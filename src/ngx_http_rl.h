@@ -369,10 +369,12 @@ ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
 ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) RL_NOEXCEPT;
 void ngx_http_rl_stats_latency(ngx_http_rl_zone_t *zone, ngx_msec_t ms)
     RL_NOEXCEPT;
-/* rl_usage_ratio: a rule's figures o after a request it admitted, or
- * NULL for one it rejected (+Inf) */
-void ngx_http_rl_stats_usage(const ngx_http_rl_rule_t *rule,
-    const rl_outcome_t *o) RL_NOEXCEPT;
+/* a rule's decision of a request (its key value): rl_requests_total;
+ * for the operator API, rl_usage_ratio (with its figures o, NULL when it
+ * was not asked) and the top limited keys */
+void ngx_http_rl_stats_rule(const ngx_http_rl_rule_t *rule,
+    ngx_uint_t outcome, const rl_outcome_t *o, const ngx_str_t *value)
+    RL_NOEXCEPT;
 
 /* top_keys.cpp: each rule's top limited keys (rl_api), all workers */
 size_t ngx_http_rl_top_size(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;

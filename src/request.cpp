@@ -214,10 +214,10 @@ void logDecision(ngx_http_rl_ctx_t *ctx, ngx_int_t index,
                   o->retry_ms);
 }
 
-/* rl_requests_total: each rule that applied, from its point of view,
- * and each zone, by the worst its rules had (an error, then a
- * rejection, a dry run's, a delay); what the operator API shows of each
- * rule: its usage and the keys it rejects (src/top_keys.cpp). */
+/* rl_requests_total: each rule that applied, from its point of view
+ * (with what the operator API shows of it: src/metrics.cpp), and each
+ * zone, by the worst its rules had (an error, then a rejection, a dry
+ * run's, a delay). */
 void count(ngx_http_rl_ctx_t *ctx) {
     static const ngx_uint_t worse[NGX_HTTP_RL_OUTCOMES] = {
         0, 3, 2, 1, 4};  /* passed, rejected, dry run, delayed, error */
@@ -245,21 +245,10 @@ void count(ngx_http_rl_ctx_t *ctx) {
                 o = NGX_HTTP_RL_DELAYED;
             }
             zone = worse[o] > worse[zone] ? o : zone;
-            if (rule->stats == nullptr) {
-                continue;
-            }
-            (void) ngx_atomic_fetch_add(&rule->stats->outcomes[o], 1);
-            if (o == NGX_HTTP_RL_ERROR) {
-                continue;
-            }
-            if (o == NGX_HTTP_RL_REJECTED ||
-                o == NGX_HTTP_RL_REJECTED_DRY_RUN) {
-                ngx_http_rl_stats_usage(rule, nullptr);
-                ngx_http_rl_top_reject(rule, &ctx->values[i]);
-            } else if (ctx->decided[i]) {
-                ngx_http_rl_stats_usage(rule, &ctx->outcomes[i]);
-                ngx_http_rl_top_admit(rule, &ctx->values[i]);
-            }
+            ngx_http_rl_stats_rule(rule, o,
+                                   ctx->decided[i] ? &ctx->outcomes[i]
+                                                   : nullptr,
+                                   &ctx->values[i]);
         }
         if (group->zone->stats != nullptr) {
             (void) ngx_atomic_fetch_add(&group->zone->stats->outcomes[zone],
