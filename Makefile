@@ -14,6 +14,8 @@
 #                fake Redis answering random RESP through nginx (t/048)
 #   make docs    the design diagram, docs/img/design.svg, rendered from
 #                docs/design.dot with graphviz' dot (t/052 checks it)
+#   make screenshot  docs/img/dashboard.png: the operator dashboard as
+#                t/055-dashboard.t's headless Chromium draws it
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
@@ -60,6 +62,7 @@ LUA        := lua
 MODULE_DIR := $(BUILD)/module
 MODULE     := $(MODULE_DIR)/ngx_http_rl_module.so
 SCRIPT_H   := $(MODULE_DIR)/ngx_http_rl_script.h
+PAGE_H     := $(MODULE_DIR)/ngx_http_rl_page.h
 CMAKE_DIR  := $(BUILD)/cmake
 RUN_DIR    := $(BUILD)/run
 RUN_PORT   ?= 8080
@@ -92,9 +95,10 @@ endif
 SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
+PAGE    := src/dashboard/embed.sh src/dashboard/index.html
 
 .PHONY: all deps module unit unit-build integration test test-nginx \
-        fuzz run stop clean deb docs
+        fuzz run stop clean deb docs screenshot
 
 all: module unit-build
 
@@ -114,7 +118,10 @@ $(MODULE_DIR)/Makefile: config $(HIREDIS_LIB) $(NGX_BIN)
 $(SCRIPT_H): $(SCRIPTS) $(MODULE_DIR)/Makefile
 	sh $(LUA)/embed.sh $(LUA) > $@
 
-$(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(SOURCES)
+$(PAGE_H): $(PAGE) $(MODULE_DIR)/Makefile
+	sh src/dashboard/embed.sh src/dashboard/index.html > $@
+
+$(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(PAGE_H) $(SOURCES)
 	$(MAKE) -f $(MODULE_DIR)/Makefile -C $(NGX_SRC) modules
 
 module: deps
@@ -205,6 +212,14 @@ docs:
 	@mkdir -p $(dir $(DESIGN_SVG))
 	$(DOT) -Tsvg docs/design.dot -o $(DESIGN_SVG).tmp
 	mv $(DESIGN_SVG).tmp $(DESIGN_SVG)
+
+# The dashboard's picture in the docs is what the browser test draws,
+# never a drawing: its traffic, its 100 rules, a key blocked from the
+# page.
+screenshot: module
+	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) \
+	    RL_SCREENSHOT=$(CURDIR)/docs/img/dashboard.png \
+	    prove t/055-dashboard.t
 
 clean: stop
 	rm -rf $(BUILD)

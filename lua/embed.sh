@@ -58,3 +58,9 @@ line "    return a"
 line "end"
 escape "$dir/rl.lua"
 printf '    ""\n'
+
+# The operator API's script (SPEC section 8: blocks and overrides read
+# and written from nginx), sent with EVAL on its own.
+printf '\n#define NGX_HTTP_RL_API_SCRIPT \\\n'
+escape "$dir/api.lua"
+printf '    ""\n'

@@ -214,4 +214,23 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     ngx_shmtx_unlock(&pool->mutex);
 }
 
+void ngx_http_rl_deny_forget(ngx_shm_zone_t *zone,
+                             const ngx_http_rl_rule_t *rule,
+                             const ngx_str_t *value) noexcept {
+    u_char text[kMaxKey];
+    size_t len = keyOf(text, rule, value);
+    ngx_str_t key = {len, text};
+    uint32_t hash = ngx_murmur_hash2(text, len);
+
+    ngx_slab_pool_t *pool = poolOf(zone);
+    Shared *sh = shared(zone);
+    ngx_shmtx_lock(&pool->mutex);
+    rl::LruNode *n = sh->index.find(key, hash, false);
+    if (n != nullptr) {
+        sh->index.remove(n);
+        ngx_slab_free_locked(pool, n);
+    }
+    ngx_shmtx_unlock(&pool->mutex);
+}
+
 }  // extern "C"

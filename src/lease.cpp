@@ -360,7 +360,10 @@ int64_t sweep(Worker *w, int64_t now) {
     return next;
 }
 
-void returnGeneration(Worker *w) {
+/* Ends every live lease for which which(lease) says so, what it holds
+ * going back. */
+template <typename F>
+void endWhere(Worker *w, F which) {
     for (ngx_uint_t i = 0; i < kStripes; i++) {
         Stripe &st = w->sh->stripes[i];
         Outbox box;
@@ -372,7 +375,7 @@ void returnGeneration(Worker *w) {
             while (q != ngx_queue_sentinel(&st.live)) {
                 ngx_queue_t *next = ngx_queue_next(q);
                 Lease *l = leaseOf(q);
-                if (l->generation == w->generation) {
+                if (which(l)) {
                     if (box.full()) {
                         more = true;
                         break;
@@ -385,6 +388,27 @@ void returnGeneration(Worker *w) {
             send(w, &box);
         } while (more);
     }
+}
+
+void returnGeneration(Worker *w) {
+    endWhere(w, [&](const Lease *l) {
+        return l->generation == w->generation;
+    });
+}
+
+void endValue(Worker *w, const ngx_str_t &block) {
+    endWhere(w, [&](const Lease *l) {
+        const u_char *key = textOf(l);
+        for (ngx_uint_t k = 0; k < l->nrules; k++) {
+            /* its state key is the block's, then ':' and the rule's id */
+            if (l->rules[k].keyLen == block.len + 1 + RL_RULE_ID_LEN &&
+                ngx_memcmp(key, block.data, block.len) == 0) {
+                return true;
+            }
+            key += l->rules[k].keyLen;
+        }
+        return false;
+    });
 }
 
 }  // namespace lease
@@ -579,6 +603,14 @@ ngx_int_t ngx_http_rl_lease_init_zone(ngx_shm_zone_t *shm_zone,
     pool->data = sh;
     pool->log_nomem = 0;
     return NGX_OK;
+}
+
+void ngx_http_rl_lease_forget(ngx_http_rl_main_conf_t *rmcf,
+                              const ngx_str_t *block) noexcept {
+    rl::lease::Worker *w = rl::lease::workerOf(rmcf);
+    if (w != nullptr && w->sh != nullptr) {
+        rl::lease::endValue(w, *block);
+    }
 }
 
 }  // extern "C"

@@ -173,6 +173,9 @@ bool install(Worker *w, Call *grant, const rl_outcome_t *out, int64_t g,
 int64_t sweep(Worker *w, int64_t now);
 /* At worker exit: every lease this worker's generation installed. */
 void returnGeneration(Worker *w);
+/* Every lease of a key value (its block key PREFIX{VALUE}: the operator
+ * API changed it). */
+void endValue(Worker *w, const ngx_str_t &block);
 
 }  // namespace lease
 }  // namespace rl

@@ -11,6 +11,8 @@
 
 #include "ngx.hpp"
 
+#include "core/usage.hpp"
+
 namespace {
 
 constexpr size_t kLabel = NGX_HTTP_RL_MAX_NAME;
@@ -111,41 +113,20 @@ u_char *header(u_char *p, const char *name, const char *type,
                        type);
 }
 
-u_char *requests(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
-    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    p = header(p, "rl_requests_total", "counter",
-               "Requests decided by a rule, by outcome for that rule.");
-    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-        ngx_http_rl_rule_stats_t *s = rules[i]->stats;
-        bool seen = s == nullptr;
-        for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = rules[j]->stats == s; /* identical rules share */
-        }
-        if (seen || entryOf(s)->kind == kFree) {
-            continue;
-        }
-        Entry *e = entryOf(s);
-        for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
-            p = ngx_cpymem(p, "rl_requests_total{zone=\"", 24);
-            p = label(p, e->zone, e->zoneLen);
-            p = ngx_cpymem(p, "\",rule=\"", 8);
-            p = label(p, e->rule, e->ruleLen);
-            p = ngx_sprintf(p, "\",outcome=\"%s\"} %uA\n", kOutcome[o],
-                            s->outcomes[o]);
-        }
-    }
-    return p;
-}
+bool anyRule(const ngx_http_rl_rule_t *) { return true; }
 
-/* The rules of the running configuration (one per entry: identical
- * rules share theirs) for which want(rule) holds: f(p, entry, stats). */
-template <typename Want, typename F>
-u_char *eachRule(u_char *p, ngx_http_rl_main_conf_t *rmcf, Want want, F f) {
+/* f(p, entry, stats) for each rule's counters once (rules of one zone
+ * and name share them), those shown, of the rules for which want(rule)
+ * holds */
+template <typename F, typename Want = decltype(&anyRule)>
+u_char *eachRule(u_char *p, ngx_http_rl_main_conf_t *rmcf, F f,
+                 Want want = anyRule) {
     auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         ngx_http_rl_rule_stats_t *s = rules[i]->stats;
         bool seen = s == nullptr || !want(rules[i]);
         for (ngx_uint_t j = 0; j < i && !seen; j++) {
+            /* identical rules share */
             seen = rules[j]->stats == s && want(rules[j]);
         }
         if (!seen && entryOf(s)->kind != kFree) {
@@ -155,12 +136,49 @@ u_char *eachRule(u_char *p, ngx_http_rl_main_conf_t *rmcf, Want want, F f) {
     return p;
 }
 
-u_char *ruleLabels(u_char *p, const char *name, size_t len, Entry *e) {
+/* NAME{zone="Z",rule="R" */
+u_char *ruleSeries(u_char *p, const char *name, size_t len, const Entry *e) {
     p = ngx_cpymem(p, name, len);
     p = ngx_cpymem(p, "{zone=\"", 7);
     p = label(p, e->zone, e->zoneLen);
     p = ngx_cpymem(p, "\",rule=\"", 8);
     return label(p, e->rule, e->ruleLen);
+}
+
+u_char *requests(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
+    p = header(p, "rl_requests_total", "counter",
+               "Requests decided by a rule, by outcome for that rule.");
+    return eachRule(p, rmcf, [](u_char *p, Entry *e,
+                                ngx_http_rl_rule_stats_t *s) {
+        for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
+            p = ruleSeries(p, "rl_requests_total", 17, e);
+            p = ngx_sprintf(p, "\",outcome=\"%s\"} %uA\n", kOutcome[o],
+                            s->outcomes[o]);
+        }
+        return p;
+    });
+}
+
+/* rl_usage_ratio: its sum counts a rejection as 1 */
+u_char *usage(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
+    p = header(p, "rl_usage_ratio", "histogram",
+               "The share of its limit a rule had used after each "
+               "decision; a rejected request counts in +Inf only.");
+    return eachRule(p, rmcf, [](u_char *p, Entry *e,
+                                ngx_http_rl_rule_stats_t *s) {
+        ngx_atomic_uint_t total = 0;
+        for (size_t b = 0; b < rl::usage::kBuckets; b++) {
+            total += s->usage[b];
+            p = ruleSeries(p, "rl_usage_ratio_bucket", 21, e);
+            p = ngx_sprintf(p, "\",le=\"%s\"} %uA\n",
+                            rl::usage::kBoundText[b], total);
+        }
+        ngx_atomic_uint_t milli = s->usage_sum;
+        p = ruleSeries(p, "rl_usage_ratio_sum", 18, e);
+        p = ngx_sprintf(p, "\"} %uA.%03uA\n", milli / 1000, milli % 1000);
+        p = ruleSeries(p, "rl_usage_ratio_count", 20, e);
+        return ngx_sprintf(p, "\"} %uA\n", total);
+    });
 }
 
 /* rl_inflight (concurrency= rules) and rl_charges_total (charge=) */
@@ -172,12 +190,12 @@ u_char *gateway(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
                    "hold now.");
         p = eachRule(
             p, rmcf,
+            [](u_char *q, Entry *e, ngx_http_rl_rule_stats_t *s) {
+                q = ruleSeries(q, "rl_inflight", 11, e);
+                return ngx_sprintf(q, "\"} %uA\n", s->inflight);
+            },
             [](const ngx_http_rl_rule_t *r) {
                 return r->algorithm == RL_ALGORITHM_CONCURRENCY;
-            },
-            [](u_char *q, Entry *e, ngx_http_rl_rule_stats_t *s) {
-                q = ruleLabels(q, "rl_inflight", 11, e);
-                return ngx_sprintf(q, "\"} %uA\n", s->inflight);
             });
     }
     if (after & 2) {
@@ -186,17 +204,17 @@ u_char *gateway(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
                    "the store, lost (not counted), invalid values.");
         p = eachRule(
             p, rmcf,
-            [](const ngx_http_rl_rule_t *r) { return r->charge_cv != nullptr; },
             [](u_char *q, Entry *e, ngx_http_rl_rule_stats_t *s) {
                 static const char *const result[] = {"sent", "lost",
                                                      "invalid"};
                 for (int k = 0; k < NGX_HTTP_RL_CHARGE_RESULTS; k++) {
-                    q = ruleLabels(q, "rl_charges_total", 16, e);
+                    q = ruleSeries(q, "rl_charges_total", 16, e);
                     q = ngx_sprintf(q, "\",result=\"%s\"} %uA\n", result[k],
                                     s->charges[k]);
                 }
                 return q;
-            });
+            },
+            [](const ngx_http_rl_rule_t *r) { return r->charge_cv != nullptr; });
     }
     return p;
 }
@@ -337,6 +355,33 @@ ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
     return NGX_OK;
 }
 
+void ngx_http_rl_stats_rule(const ngx_http_rl_rule_t *rule,
+                            ngx_uint_t outcome, const rl_outcome_t *o,
+                            const ngx_str_t *value) noexcept {
+    ngx_http_rl_rule_stats_t *s = rule->stats;
+    if (s == nullptr) {
+        return;
+    }
+    (void) ngx_atomic_fetch_add(&s->outcomes[outcome], 1);
+    size_t b = rl::usage::kBuckets - 1;
+    int64_t milli = 1000;
+    if (outcome == NGX_HTTP_RL_REJECTED ||
+        outcome == NGX_HTTP_RL_REJECTED_DRY_RUN) {
+        ngx_http_rl_top_reject(rule, value);
+    } else if (outcome != NGX_HTTP_RL_ERROR && o != nullptr) {
+        int64_t limit = o->limit > 0 ? o->limit
+                                     : static_cast<int64_t>(rule->limit);
+        b = rl::usage::bucket(limit, o->remaining);
+        milli = rl::usage::usedMilli(limit, o->remaining);
+        ngx_http_rl_top_admit(rule, value);
+    } else {
+        return;     /* no figures: not in the histogram */
+    }
+    (void) ngx_atomic_fetch_add(&s->usage[b], 1);
+    (void) ngx_atomic_fetch_add(&s->usage_sum,
+                                static_cast<ngx_atomic_int_t>(milli));
+}
+
 void ngx_http_rl_stats_latency(ngx_http_rl_zone_t *zone,
                                ngx_msec_t us) noexcept {
     int b = 0;
@@ -368,7 +413,10 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
     /* every line is at most two labels of kLabel escaped bytes plus a
      * name, a value and punctuation */
     size_t line = 4 * kLabel + 128;
-    size_t size = 4096 + line * ((NGX_HTTP_RL_OUTCOMES + 4) *
+    /* per rule: its outcomes, usage buckets, sum and count, rl_inflight
+     * and three rl_charges_total */
+    size_t size = 4096 + line * ((NGX_HTTP_RL_OUTCOMES +
+                                  NGX_HTTP_RL_USAGE_BUCKETS + 2 + 4) *
                                      rmcf->rules.nelts +
                                  (NGX_HTTP_RL_LATENCY_BUCKETS + 11) * nz);
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
@@ -379,6 +427,7 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
     u_char *p = b->last;
     if (rmcf->metrics != nullptr) {
         p = requests(p, rmcf);
+        p = usage(p, rmcf);
         p = latency(p, zones, nz);
         p = perZone(p, zones, nz, "rl_store_timeouts_total", "counter",
                     "Requests that got no answer within the timeout.",

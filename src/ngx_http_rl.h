@@ -25,6 +25,11 @@
 #define NGX_HTTP_RL_STATUS_DELAYED      4
 #define NGX_HTTP_RL_STATUS_DRY_RUN      5   /* REJECTED_DRY_RUN */
 
+/* rl_api */
+#define NGX_HTTP_RL_API_OFF             0
+#define NGX_HTTP_RL_API_READ            1
+#define NGX_HTTP_RL_API_WRITE           2   /* write=on */
+
 /* rl_headers */
 #define NGX_HTTP_RL_HEADERS_OFF         0
 #define NGX_HTTP_RL_HEADERS_ON          1
@@ -39,6 +44,8 @@
 #define NGX_HTTP_RL_OUTCOMES            5
 
 #define NGX_HTTP_RL_LATENCY_BUCKETS     10
+/* rl_usage_ratio: le 0.1 0.25 0.5 0.75 0.9 1 +Inf (src/core/usage.hpp) */
+#define NGX_HTTP_RL_USAGE_BUCKETS       7
 
 #define NGX_HTTP_RL_CLIENT_NAME         "ngx_rl"
 
@@ -71,6 +78,9 @@ typedef struct {
     ngx_atomic_t                lease_granted;  /* rl_lease_units_total */
     ngx_atomic_t                lease_spent;
     ngx_atomic_t                lease_returned;
+    /* the requests its rules decided, by the outcome they had in it
+     * (the operator API's "requests" of a zone) */
+    ngx_atomic_t                outcomes[NGX_HTTP_RL_OUTCOMES];
 } ngx_http_rl_zone_stats_t;
 
 /* rl_charges_total results, per rule with charge= */
@@ -81,6 +91,8 @@ typedef struct {
 
 typedef struct {
     ngx_atomic_t                outcomes[NGX_HTTP_RL_OUTCOMES];
+    ngx_atomic_t                usage[NGX_HTTP_RL_USAGE_BUCKETS];
+    ngx_atomic_t                usage_sum;  /* thousandths */
     /* in-flight limits and charges (src/inflight.cpp, src/charges.cpp) */
     ngx_atomic_t                inflight;   /* rl_inflight: slots held */
     ngx_atomic_t                charges[NGX_HTTP_RL_CHARGE_RESULTS];
@@ -174,6 +186,8 @@ typedef struct {
     ngx_uint_t                  dry_run;
     uint32_t                    config_crc; /* of the script arguments */
     ngx_http_rl_rule_stats_t   *stats;      /* in the metrics zone */
+    void                       *top;        /* its top limited keys, in
+                                               the rl_api zone, or NULL */
     char                        id[RL_RULE_ID_LEN];
     ngx_str_t                   spec;       /* the script's, enforced */
     ngx_str_t                   dry_spec;   /* the spec of a dry run */
@@ -189,6 +203,8 @@ typedef struct {
     ngx_shm_zone_t             *metrics;
     ngx_shm_zone_t             *deny;       /* the deny cache */
     ngx_shm_zone_t             *leases;     /* the lease table, if any */
+    ngx_shm_zone_t             *top;        /* top limited keys (rl_api) */
+    ngx_uint_t                  api;        /* a location has rl_api */
     void                       *lease_worker; /* per worker (lease.cpp) */
     void                       *inflight_worker; /* (inflight.cpp) */
     void                       *charge_worker;   /* (charges.cpp) */
@@ -203,6 +219,7 @@ typedef struct {
     ngx_uint_t                  headers;    /* NGX_HTTP_RL_HEADERS_* */
     ngx_flag_t                  dry_run;
     ngx_uint_t                  log_level;
+    ngx_uint_t                  api;        /* NGX_HTTP_RL_API_* */
 } ngx_http_rl_loc_conf_t;
 
 
@@ -372,6 +389,12 @@ ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *group) RL_NOEXCEPT;
 void ngx_http_rl_shm_refund(ngx_http_rl_group_t *group) RL_NOEXCEPT;
+/* the operator API: a key's state read without counting, or forgotten */
+ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *zone,
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+    rl_outcome_t *out) RL_NOEXCEPT;
+ngx_uint_t ngx_http_rl_shm_forget(ngx_http_rl_zone_t *zone,
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *value) RL_NOEXCEPT;
 /* a concurrency rule's slot (key: its state key less the prefix) is
  * released, or renewed (renew) */
 void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *zone,
@@ -389,6 +412,24 @@ ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
 ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) RL_NOEXCEPT;
 void ngx_http_rl_stats_latency(ngx_http_rl_zone_t *zone, ngx_msec_t ms)
     RL_NOEXCEPT;
+/* a rule's decision of a request (its key value): rl_requests_total;
+ * for the operator API, rl_usage_ratio (with its figures o, NULL when it
+ * was not asked) and the top limited keys */
+void ngx_http_rl_stats_rule(const ngx_http_rl_rule_t *rule,
+    ngx_uint_t outcome, const rl_outcome_t *o, const ngx_str_t *value)
+    RL_NOEXCEPT;
+
+/* top_keys.cpp: each rule's top limited keys (rl_api), all workers */
+size_t ngx_http_rl_top_size(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_top_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+    RL_NOEXCEPT;
+void ngx_http_rl_top_reject(const ngx_http_rl_rule_t *rule,
+    const ngx_str_t *value) RL_NOEXCEPT;
+void ngx_http_rl_top_admit(const ngx_http_rl_rule_t *rule,
+    const ngx_str_t *value) RL_NOEXCEPT;
+
+/* api.cpp: the operator API and dashboard (rl_api) */
+ngx_int_t ngx_http_rl_api_handler(ngx_http_request_t *r) RL_NOEXCEPT;
 
 /* deny_cache.cpp: rejections known until they expire, all workers */
 ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone, void *data)
@@ -402,6 +443,9 @@ ngx_int_t ngx_http_rl_deny_lookup(ngx_shm_zone_t *zone,
 void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
     const rl_outcome_t *o, int64_t decided_us) RL_NOEXCEPT;
+/* an operator changed the key (rl_api): its rejection is forgotten */
+void ngx_http_rl_deny_forget(ngx_shm_zone_t *zone,
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *value) RL_NOEXCEPT;
 
 /* lease.cpp, lease_calls.cpp: leases (SPEC section 6) */
 ngx_int_t ngx_http_rl_lease_init_zone(ngx_shm_zone_t *shm_zone, void *data)
@@ -412,6 +456,10 @@ ngx_int_t ngx_http_rl_leases_init(ngx_cycle_t *cycle,
 void ngx_http_rl_leases_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 /* frees the calls the links let go of, after they went */
 void ngx_http_rl_leases_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+/* ends the leases of a key value (block: its PREFIX{VALUE}), what they
+ * hold going back: an operator changed it (rl_api) */
+void ngx_http_rl_lease_forget(ngx_http_rl_main_conf_t *rmcf,
+    const ngx_str_t *block) RL_NOEXCEPT;
 /* redis_stores.cpp: writes what the links have queued, now (worker
  * exit) */
 void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;

@@ -30,6 +30,8 @@ static ngx_int_t ngx_http_rl_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_rl_log_handler(ngx_http_request_t *r);
 static char *ngx_http_rl_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_rl_api(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static ngx_int_t ngx_http_rl_status_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_rl_rule_variable(ngx_http_request_t *r,
@@ -111,6 +113,13 @@ static ngx_command_t  ngx_http_rl_commands[] = {
     { ngx_string("rl_metrics"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_rl_metrics,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("rl_api"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS|NGX_CONF_TAKE1,
+      ngx_http_rl_api,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -426,6 +435,46 @@ ngx_http_rl_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* rl_api [write=on|off]: the operator API and dashboard (api.cpp) */
+
+static char *
+ngx_http_rl_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_rl_loc_conf_t *lcf = conf;
+
+    ngx_str_t                 *value;
+    ngx_http_rl_main_conf_t   *rmcf;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (lcf->api != NGX_HTTP_RL_API_OFF) {
+        return "is duplicate";
+    }
+
+    lcf->api = NGX_HTTP_RL_API_READ;
+
+    if (cf->args->nelts == 2) {
+        value = cf->args->elts;
+
+        if (ngx_strcmp(value[1].data, "write=on") == 0) {
+            lcf->api = NGX_HTTP_RL_API_WRITE;
+
+        } else if (ngx_strcmp(value[1].data, "write=off") != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\"", &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_rl_api_handler;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
+    rmcf->api = 1;
+
+    return NGX_CONF_OK;
+}
+
+
 static ngx_int_t
 ngx_http_rl_add_variables(ngx_conf_t *cf)
 {
@@ -448,13 +497,14 @@ ngx_http_rl_add_variables(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_rl_init(ngx_conf_t *cf)
 {
-    ngx_str_t                   name = ngx_string("rl_metrics_3");
+    ngx_str_t                   name = ngx_string("rl_metrics_4");
     /* named with their layout's version (src/deny_cache.cpp Shared,
      * src/metrics.cpp Entry and the stats in ngx_http_rl.h,
      * src/lease.hpp): a reload onto a build of another layout makes a
      * new zone */
     ngx_str_t                   deny = ngx_string("rl_deny_cache_3");
     ngx_str_t                   leases = ngx_string("rl_leases_1");
+    ngx_str_t                   top = ngx_string("rl_top_1");
     ngx_uint_t                  i;
     ngx_http_rl_zone_t        **zones;
     ngx_http_handler_pt        *h;
@@ -505,6 +555,20 @@ ngx_http_rl_init(ngx_conf_t *cf)
 
         rmcf->metrics->init = ngx_http_rl_metrics_init_zone;
         rmcf->metrics->data = rmcf;
+    }
+
+    /* the top limited keys, for the operator API only: without rl_api
+     * the allow path does not look for them */
+    if (rmcf->api && rmcf->rules.nelts) {
+        rmcf->top = ngx_shared_memory_add(cf, &top,
+                                          ngx_http_rl_top_size(rmcf),
+                                          &ngx_http_rl_module);
+        if (rmcf->top == NULL) {
+            return NGX_ERROR;
+        }
+
+        rmcf->top->init = ngx_http_rl_top_init_zone;
+        rmcf->top->data = rmcf;
     }
 
     /* the http block's resolver: names of redis=, cluster= and

@@ -569,6 +569,21 @@ void Link::probed(const redisAsyncContext *ac, const redisReply *reply) {
     }
 }
 
+bool Link::operatorCommand(redisCallbackFn *fn, void *data, int argc,
+                           const char **argv, const size_t *len) {
+    return usable() && ac_ != nullptr &&
+           redisAsyncCommandArgv(ac_, fn, data, argc, argv, len) == REDIS_OK;
+}
+
+void Link::heardMoved(const redisReply *reply) {
+    Redirect to;
+    if (cluster_ != nullptr && reply != nullptr &&
+        reply->type == REDIS_REPLY_ERROR &&
+        parseRedirect({reply->str, reply->len}, &to) && !to.ask) {
+        cluster_->moved(to, this);
+    }
+}
+
 /* A call for the group, from the free list. */
 Call *Link::take(ngx_http_rl_group_t *group) {
     Call *call = free_;

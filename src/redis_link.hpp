@@ -97,6 +97,14 @@ public:
     Call *queue(ngx_http_rl_group_t *group, CallKind kind);
     /* CLUSTER SLOTS, answered to the cluster */
     bool askSlots();
+    /* An operator's command (the operator API, src/api_keys.cpp) as it
+     * is, on this connection: fn(ac, reply, data) gets its reply, or
+     * NULL when the connection goes first (then it must not touch the
+     * link). False when it cannot be sent now. */
+    bool operatorCommand(redisCallbackFn *fn, void *data, int argc,
+                         const char **argv, const size_t *len);
+    /* A reply to one said MOVED: the cluster's map learns it. */
+    void heardMoved(const redisReply *reply);
     void timedOut();
 
     /* callbacks */

@@ -230,11 +230,17 @@ void logDecision(ngx_http_rl_ctx_t *ctx, ngx_int_t index,
                   o->retry_ms);
 }
 
-/* rl_requests_total: each rule that applied, from its point of view. */
+/* rl_requests_total: each rule that applied, from its point of view
+ * (with what the operator API shows of it: src/metrics.cpp), and each
+ * zone, by the worst its rules had (an error, then a rejection, a dry
+ * run's, a delay). */
 void count(ngx_http_rl_ctx_t *ctx) {
+    static const ngx_uint_t worse[NGX_HTTP_RL_OUTCOMES] = {
+        0, 3, 2, 1, 4};  /* passed, rejected, dry run, delayed, error */
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
         ngx_http_rl_group_t *group = &ctx->groups[g];
+        ngx_uint_t zone = NGX_HTTP_RL_PASSED;
         for (ngx_uint_t k = 0; k < group->nrules; k++) {
             ngx_uint_t i = group->rules[k];
             ngx_http_rl_rule_t *rule = &rules[i];
@@ -254,9 +260,15 @@ void count(ngx_http_rl_ctx_t *ctx) {
             } else if (ctx->outcomes[i].delay_ms > 0 && ctx->delay > 0) {
                 o = NGX_HTTP_RL_DELAYED;
             }
-            if (rule->stats != nullptr) {
-                (void) ngx_atomic_fetch_add(&rule->stats->outcomes[o], 1);
-            }
+            zone = worse[o] > worse[zone] ? o : zone;
+            ngx_http_rl_stats_rule(rule, o,
+                                   ctx->decided[i] ? &ctx->outcomes[i]
+                                                   : nullptr,
+                                   &ctx->values[i]);
+        }
+        if (group->zone->stats != nullptr) {
+            (void) ngx_atomic_fetch_add(&group->zone->stats->outcomes[zone],
+                                        1);
         }
     }
 }

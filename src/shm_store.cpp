@@ -155,17 +155,30 @@ Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
     return n;
 }
 
+/* A state's key in the zone's tree: its Redis key without the prefix. */
+struct NodeKey {
+    u_char text[RL_STATE_KEY_MAX];
+    ngx_str_t key;
+    uint32_t hash;
+
+    NodeKey(const ngx_http_rl_rule_t *rule, const ngx_str_t *value) {
+        auto *end = reinterpret_cast<u_char *>(rl_state_key_write(
+            reinterpret_cast<char *>(text), "", 0,
+            reinterpret_cast<const char *>(value->data), value->len,
+            rule->id));
+        key = {static_cast<size_t>(end - text), text};
+        hash = ngx_murmur_hash2(text, key.len);
+    }
+};
+
 Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
                    const ngx_str_t *value, int64_t now, Node **keep,
                    ngx_uint_t nkeep) {
     rl::LruIndex &index = sharedOf(z)->index;
-    u_char text[RL_STATE_KEY_MAX];
-    auto *end = reinterpret_cast<u_char *>(rl_state_key_write(
-        reinterpret_cast<char *>(text), "", 0,
-        reinterpret_cast<const char *>(value->data), value->len, rule->id));
-    size_t len = static_cast<size_t>(end - text);
-    ngx_str_t key = {len, text};
-    uint32_t hash = ngx_murmur_hash2(text, len);
+    NodeKey nk(rule, value);
+    const ngx_str_t &key = nk.key;
+    size_t len = key.len;
+    uint32_t hash = nk.hash;
 
     size_t slots = rl::logSlots(paramsOf(rule));
     auto *found = reinterpret_cast<Node *>(index.find(key, hash, false));
@@ -315,6 +328,60 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
         }
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+/* A key's state read as the next request would find it, counting
+ * nothing (the operator API): what it has left and when it is whole
+ * again (with nothing left, when it frees one request). A key the zone
+ * does not hold reads as a fresh one. */
+ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
+                               const ngx_http_rl_rule_t *rule,
+                               const ngx_str_t *value,
+                               rl_outcome_t *out) noexcept {
+    rl::Params params = paramsOf(rule);
+    NodeKey nk(rule, value);
+    int64_t now = rl::realtimeUs();
+    rl::State fresh = {0, 0, 0};
+    const int64_t *log = nullptr;
+
+    ngx_shmtx_lock(&z->shpool->mutex);
+    auto *n = reinterpret_cast<Node *>(
+        sharedOf(z)->index.find(nk.key, nk.hash, false));
+    if (n != nullptr && n->slots != rl::logSlots(params)) {
+        /* a sliding_log of another N: made again as a decision would */
+        n = resize(z, n, rl::logSlots(params), now, nullptr, 0);
+    }
+    const rl::State &state = n != nullptr ? n->state : fresh;
+    if (n != nullptr) {
+        log = logOf(n);
+    }
+    int64_t zeros[1] = {0};
+    rl::Check c = rl::check(params, state, log != nullptr ? log : zeros, 0,
+                            now);
+    int64_t resetUs = c.left > 0 ? c.resetUs
+                                 : rl::check(params, state,
+                                             log != nullptr ? log : zeros, 1,
+                                             now).retryUs;
+    ngx_shmtx_unlock(&z->shpool->mutex);
+
+    *out = {c.left, rl::msCeil(resetUs), 0, 0, 0, 0};
+    return NGX_OK;
+}
+
+/* Forgets a key's state in a rule (the operator API's reset): 1 if it
+ * was held, else 0. */
+ngx_uint_t ngx_http_rl_shm_forget(ngx_http_rl_zone_t *z,
+                                  const ngx_http_rl_rule_t *rule,
+                                  const ngx_str_t *value) noexcept {
+    NodeKey nk(rule, value);
+    ngx_shmtx_lock(&z->shpool->mutex);
+    auto *n = reinterpret_cast<Node *>(
+        sharedOf(z)->index.find(nk.key, nk.hash, false));
+    if (n != nullptr) {
+        freeNode(z, n);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    return n != nullptr ? 1 : 0;
 }
 
 void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,

@@ -81,8 +81,8 @@ for my $p (@{ $dash->{panels} // [] }) {
 ok(!grep({ $_ > 1 } values %ids), 'panel ids are unique');
 ok(@exprs >= 10, scalar(@exprs) . ' queries');
 my @vars = map { $_->{name} } @{ $dash->{templating}{list} // [] };
-is_deeply(\@vars, [qw(datasource job instance zone rule)],
-          'variables: datasource, job, instance, zone, rule');
+is_deeply(\@vars, [qw(datasource job instance zone rule whatif)],
+          'variables: datasource, job, instance, zone, rule, whatif');
 push @exprs, map { $_->{definition} =~ /^label_values\((.*), \w+\)$/ ? $1 : () }
              grep { $_->{type} eq 'query' } @{ $dash->{templating}{list} };
 
@@ -95,6 +95,7 @@ push @exprs, map { $_->{definition} =~ /^label_values\((.*), \w+\)$/ ? $1 : () }
     for my $e (@exprs) {
         (my $q = $e) =~ s/\$__rate_interval/5m/g;
         $q =~ s/\$(?:job|instance|zone|rule)\b/.*/g;
+        $q =~ s/\$whatif\b/0.5/g;
         $q =~ s/\n/ /g;
         $n++;
         print $fh "      - record: dashboard_query_$n\n"

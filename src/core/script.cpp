@@ -12,6 +12,11 @@ std::string_view scriptText() {
     return {kText, sizeof(kText) - 1};
 }
 
+std::string_view apiScriptText() {
+    static constexpr char kText[] = NGX_HTTP_RL_API_SCRIPT;
+    return {kText, sizeof(kText) - 1};
+}
+
 std::string_view scriptSha() {
     /* Computed on first use (configuration time, in the master). */
     static const struct Hex {

@@ -46,6 +46,9 @@ std::string_view scriptText();
 /* 40 lowercase hex digits, computed once. */
 std::string_view scriptSha();
 
+/* The operator API's script (lua/api.lua), sent with EVAL. */
+std::string_view apiScriptText();
+
 inline constexpr size_t kMaxRulesPerCall = 64;
 
 /* 8 bytes, the little-endian IEEE double of v; returns p + 8. */

@@ -53,6 +53,7 @@ void trailer(const uint8_t* data, size_t size);
 void cluster(const uint8_t* data, size_t size);
 void rate(const uint8_t* data, size_t size);
 void stateKey(const uint8_t* data, size_t size);
+void api(const uint8_t* data, size_t size);
 
 struct Target {
     const char* name;   /* its corpus: tests/fuzz/corpus/NAME */
@@ -65,6 +66,7 @@ inline constexpr Target kTargets[] = {
     {"cluster", cluster},
     {"rate", rate},
     {"state_key", stateKey},
+    {"api", api},
 };
 
 }  // namespace rl::fuzz

@@ -98,6 +98,27 @@ $seeds{state_key} = {
     'quotes'    => "\x00\x00\x05" . 'a"b\\c',
 };
 
+# ------------------------------------------------------------------ api
+# a byte (bit 7: a write's body; bit 0: the path decoded by nginx), then
+# the path and query below the location, or the body
+$seeds{api} = {
+    'page'        => "\x00/",
+    'rules'       => "\x00/1/rules",
+    'top'         => "\x00/1/rules/per_ip/top?n=20&zone=main",
+    'key'         => "\x00/1/rules/5r%2Fm/keys/203.0.113.7",
+    'block'       => "\x00/1/rules/a/keys/k%00%ff/block",
+    'in-query'    => "\x00/1/rules/a/keys//override?key=a%00b",
+    'decoded'     => "\x01/1/rules/a%41/keys/%zz",
+    'bad-escape'  => "\x00/1/rules/a/keys/%4",
+    'long'        => "\x00/1/rules/a/keys/" . ('%41' x 4097),
+    'unknown'     => "\x00/1/rules/a/keys/v/x/y",
+    'body-block'  => "\x80" . '{"ttl": 600, "reason": "abuse \u00e9\ud83d\ude00"}',
+    'body-over'   => "\x80" . '{"limit": 50, "ttl": null}',
+    'body-nested' => "\x80" . '{"a": {"b": 1}}',
+    'body-escape' => "\x80" . '{"a": "\x01"}',
+    'body-utf8'   => "\x80" . "{\"a\": \"\xc3\xa9\xff\"}",
+};
+
 for my $target (sort keys %seeds) {
     make_path("$dir/$target");
     for my $name (sort keys %{ $seeds{$target} }) {

@@ -1,0 +1,82 @@
+/* The operator API and dashboard (SPEC section 8, rl_api): what its
+ * files share. api.cpp routes a request and answers from the tables
+ * the module has (zones, rules, counters, top keys); api_keys.cpp reads
+ * and writes one key value in its rule's store; api_json.cpp writes the
+ * answers. */
+#pragma once
+
+#include "ngx.hpp"
+
+#include <string_view>
+
+#include "core/api_path.hpp"
+#include "core/json.hpp"
+#include "core/top_keys.hpp"
+
+namespace rl::api {
+
+/* An answer's JSON, in buffers of the request's pool. */
+class Json {
+public:
+    explicit Json(ngx_pool_t *pool) : pool_(pool) {}
+
+    Json &raw(const char *s, size_t n);
+    Json &raw(std::string_view s) { return raw(s.data(), s.size()); }
+    /* a string, quoted and escaped */
+    Json &str(std::string_view s);
+    Json &num(int64_t v);
+    /* "name": (the caller writes the commas) */
+    Json &key(std::string_view name) { return str(name).raw(":", 1); }
+    Json &boolean(bool v) { return v ? raw("true", 4) : raw("false", 5); }
+
+    bool failed() const { return failed_; }
+    ngx_chain_t *chain() const { return first_; }
+    size_t length() const { return length_; }
+
+private:
+    u_char *room(size_t n);
+
+    ngx_pool_t *pool_;
+    ngx_chain_t *first_ = nullptr;
+    ngx_chain_t *last_ = nullptr;
+    size_t length_ = 0;
+    bool failed_ = false;
+};
+
+/* Sends the answer, returns what a content handler returns. */
+ngx_int_t send(ngx_http_request_t *r, ngx_uint_t status, const Json &body);
+ngx_int_t sendEmpty(ngx_http_request_t *r, ngx_uint_t status);
+ngx_int_t sendError(ngx_http_request_t *r, const Error &e);
+
+/* The rules an operator names with a zone and a name: one entry of
+ * /1/rules. `first` is the one shown (the first written); rules[0..n)
+ * each state of that name once (rules of one name in several places
+ * with other rates or keys have several). */
+struct RuleSet {
+    ngx_http_rl_rule_t *first;
+    ngx_http_rl_rule_t **rules;
+    size_t n;
+    bool address;   /* key=$binary_remote_addr: an address in text */
+};
+
+/* What a write asks (its body, checked). */
+struct Change {
+    int64_t ttl = 0;            /* seconds, 0: none given */
+    std::string_view reason;    /* a block's */
+    int64_t limit = 0;          /* an override's */
+};
+
+/* A key's state (GET), or a write: answers r, now or once its store
+ * answered (then NGX_DONE, the request held meanwhile). */
+ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
+                       std::string_view value, Route route, Method method,
+                       const Change &change);
+
+/* Writes the key value as the API shows it (keyText: an address, or
+ * printable). */
+Json &keyValue(Json &out, const RuleSet &set, std::string_view value);
+
+/* top_keys.cpp: the rule's list (room for top::kListMax entries). */
+size_t topKeys(const ngx_http_rl_rule_t *rule, top::Entry *out);
+
+}  // namespace rl::api

@@ -1,0 +1,680 @@
+/*
+ * api_keys.cpp: one key value of a rule, read or changed by an operator
+ * (SPEC section 8), in the rule's own store and key encoding.
+ *
+ * Redis zones: the key's state is read by the script itself (lua/rl.lua)
+ * with a cost of 0, which counts nothing and writes nothing, so
+ * remaining and reset read as the next request's headers would; its
+ * block and override (the string PREFIX{VALUE}) are read and written by
+ * lua/api.lua, atomically; a reset deletes the rule's state keys. The
+ * commands go on the worker's connection to the key's server (its slot,
+ * in a cluster) as they are, beside the requests' batches; the request
+ * waits for their replies (or the zone's timeout, a second at least),
+ * held by nginx's own count, and a pool cleanup lets them go if it goes
+ * first. A write, once Redis took it, drops what this instance caches of
+ * the key (its deny cache entries, its leases), and is logged.
+ *
+ * Embedded zones answer at once, from shared memory.
+ */
+
+#include "api.hpp"
+
+#include <new>
+#include <type_traits>
+
+#include "clock.hpp"
+#include "core/cluster.hpp"
+#include "core/key_text.hpp"
+#include "core/outcome.hpp"
+#include "core/reply.hpp"
+#include "core/script.hpp"
+#include "core/state_key.hpp"
+#include "redis_link.hpp"
+
+namespace rl::api {
+namespace {
+
+/* The replies an operation waits for. */
+enum Ask : uint8_t { kState = 0, kMark = 1, kWrite = 2, kAsks = 3 };
+
+constexpr ngx_msec_t kMinWait = 1000;
+
+struct Operation;
+
+/* A command in flight, hiredis' privdata: freed by its callback, which
+ * hiredis always calls (with NULL when the connection goes first). */
+struct Call {
+    Operation *op;      /* NULL once the request let go of it */
+    Ask ask;
+};
+
+/* A command's arguments, kept to send it again (NOSCRIPT). */
+struct Args {
+    static constexpr int kMax = 4 + 2 * RL_MAX_RULES;
+    const char *argv[kMax];
+    size_t len[kMax];
+    int argc = 0;
+
+    void push(const void *p, size_t n) {
+        argv[argc] = static_cast<const char *>(p);
+        len[argc++] = n;
+    }
+    void push(std::string_view s) { push(s.data(), s.size()); }
+};
+
+/* A key's read or write, in the request's pool. */
+struct Operation {
+    ngx_http_request_t *r;
+    ngx_event_t timer;
+    Call *calls[kAsks];
+    ngx_uint_t pending;
+    RuleSet set;
+    std::string_view value;
+    Route route;
+    Method method;
+    Change change;
+    ngx_str_t block;            /* PREFIX{VALUE} */
+    Args *state;                /* the state's read, for a retry */
+    bool retried;
+    /* what came back */
+    const char *failure;        /* NULL, or why the store could not */
+    rl_outcome_t outcomes[RL_MAX_RULES];
+    int allowed;
+    int64_t markKind;           /* lua/api.lua read: 0, 1 block, 2 over */
+    ngx_str_t markText;
+    int64_t markTtlMs;
+    int64_t markLimit;
+    ngx_str_t old;              /* a write's old string */
+    bool hadOld;
+    int64_t deleted;            /* a reset's state keys that were there */
+};
+
+static_assert(std::is_trivially_destructible<Operation>::value,
+              "an operation lives in r->pool");
+
+ngx_http_rl_main_conf_t *mainConf(ngx_http_request_t *r) {
+    return static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
+}
+
+std::string_view viewOf(const ngx_str_t &s) {
+    return {reinterpret_cast<const char *>(s.data), s.len};
+}
+
+ngx_str_t copy(ngx_pool_t *pool, const char *s, size_t n) {
+    auto *p = static_cast<u_char *>(ngx_pnalloc(pool, n + 1));
+    if (p == nullptr) {
+        return {0, nullptr};
+    }
+    ngx_memcpy(p, s, n);
+    p[n] = '\0';
+    return {n, p};
+}
+
+ngx_http_rl_zone_t *zoneOf(const Operation *op) {
+    return op->set.first->zone;
+}
+
+/* ----------------------------------------------------------------- */
+/* answers                                                            */
+
+int64_t secondsOf(int64_t ms) {
+    return ms <= 0 ? 0 : (ms + 999) / 1000;
+}
+
+/* GET: {"key", "limit", "remaining", "reset", "blocked", "override"}
+ * of the rule (of those of that name) that binds, as headers say. */
+ngx_int_t answerState(Operation *op) {
+    size_t n = op->set.n;
+    size_t b = rl_binding_rule(op->outcomes, n, op->allowed);
+    const rl_outcome_t &o = op->outcomes[b];
+    int64_t limit = o.limit > 0 ? o.limit
+                                : static_cast<int64_t>(op->set.rules[b]->limit);
+    Json out(op->r->pool);
+    keyValue(out.raw("{\"key\":"), op->set, op->value)
+        .raw(",\"limit\":").num(limit)
+        .raw(",\"remaining\":").num(o.remaining > 0 ? o.remaining : 0)
+        .raw(",\"reset\":")
+        .num(secondsOf(op->allowed ? o.reset_ms : o.retry_ms))
+        .raw(",\"blocked\":");
+    if (op->markKind == 1) {
+        out.raw("{\"ttl\":")
+            .num(op->markTtlMs < 0 ? -1 : secondsOf(op->markTtlMs))
+            .raw(",\"reason\":").str(viewOf(op->markText)).raw("}");
+    } else {
+        out.raw("null");
+    }
+    out.raw(",\"override\":");
+    if (op->markLimit > 0) {
+        out.num(op->markLimit);
+    } else {
+        out.raw("null");
+    }
+    out.raw("}\n");
+    return send(op->r, NGX_HTTP_OK, out);
+}
+
+/* The write, logged at notice: who, what, and what was there before. */
+void logWrite(Operation *op) {
+    ngx_http_request_t *r = op->r;
+    char key[keyTextMax(64)];
+    size_t klen = keyText(key, 64, op->value, op->set.address);
+    char was[64 + 3];
+    size_t wlen = op->hadOld ? printable(was, 64, viewOf(op->old)) : 0;
+    u_char detail[128 + 3 + 64];
+    u_char *d = detail, *end = detail + sizeof(detail);
+    const char *what = "reset";
+    if (op->route == Route::Block) {
+        what = op->method == Method::Post ? "blocked" : "unblocked";
+    } else if (op->route == Route::Override) {
+        what = op->method == Method::Put ? "set the override of"
+                                         : "removed the override of";
+    }
+    if (op->route == Route::Block && op->method == Method::Post) {
+        char reason[128 + 3];
+        size_t rlen = printable(reason, 128, op->change.reason);
+        d = ngx_slprintf(d, end, ", reason \"%*s\"", rlen, reason);
+    }
+    if (op->change.limit > 0) {
+        d = ngx_slprintf(d, end, " to %L", op->change.limit);
+    }
+    if (op->change.ttl > 0) {
+        d = ngx_slprintf(d, end, " for %L s", op->change.ttl);
+    }
+    if (op->route == Route::Key) {
+        d = ngx_slprintf(d, end, " (%L states forgotten)",
+                         op->deleted);
+    } else {
+        d = ngx_slprintf(d, end, " (was: %s%*s%s)",
+                         op->hadOld ? "\"" : "nothing", wlen, was,
+                         op->hadOld ? "\"" : "");
+    }
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "rl_api: %V %s key \"%*s\" of rule \"%V\" in zone "
+                  "\"%V\"%*s",
+                  &r->connection->addr_text, what, klen, key,
+                  &op->set.first->name, &zoneOf(op)->name,
+                  static_cast<size_t>(d - detail), detail);
+}
+
+/* A write Redis took (or the embedded store did): what this instance
+ * caches of the key goes, the write is logged and answered. */
+ngx_int_t answerWrite(Operation *op) {
+    ngx_http_request_t *r = op->r;
+    ngx_http_rl_main_conf_t *rmcf = mainConf(r);
+    ngx_str_t value = {op->value.size(), reinterpret_cast<u_char *>(
+                                             const_cast<char *>(
+                                                 op->value.data()))};
+    auto **all = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
+    const ngx_str_t &prefix = zoneOf(op)->prefix;
+    if (rmcf->deny != nullptr) {
+        /* a block or override: every rule of the prefix's zones; a
+         * reset: the rule's */
+        for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
+            ngx_http_rl_zone_t *z = all[i]->zone;
+            bool reach = op->route == Route::Key
+                             ? viewOf(all[i]->name) ==
+                                       viewOf(op->set.first->name) &&
+                                   z == zoneOf(op)
+                             : z->prefix.len == prefix.len &&
+                                   ngx_memcmp(z->prefix.data, prefix.data,
+                                              prefix.len) == 0;
+            if (reach && !ngx_http_rl_embedded(z)) {
+                ngx_http_rl_deny_forget(rmcf->deny, all[i], &value);
+            }
+        }
+    }
+    if (rmcf->leases != nullptr && op->block.len > 0) {
+        ngx_http_rl_lease_forget(rmcf, &op->block);
+    }
+    logWrite(op);
+    if (op->route == Route::Block && op->method == Method::Post) {
+        Json out(r->pool);
+        keyValue(out.raw("{\"key\":"), op->set, op->value)
+            .raw(",\"blocked\":{\"ttl\":")
+            .num(op->change.ttl > 0 ? op->change.ttl : -1)
+            .raw(",\"reason\":").str(op->change.reason).raw("}}\n");
+        return send(r, NGX_HTTP_CREATED, out);
+    }
+    if (op->route == Route::Override && op->method == Method::Put) {
+        Json out(r->pool);
+        keyValue(out.raw("{\"key\":"), op->set, op->value)
+            .raw(",\"override\":").num(op->change.limit)
+            .raw(",\"ttl\":")
+            .num(op->change.ttl > 0 ? op->change.ttl : -1).raw("}\n");
+        return send(r, NGX_HTTP_OK, out);
+    }
+    return sendEmpty(r, NGX_HTTP_NO_CONTENT);
+}
+
+ngx_int_t unavailable(Operation *op, const char *why) {
+    return sendError(op->r, {503, "StoreUnavailable", why});
+}
+
+/* ----------------------------------------------------------------- */
+/* the embedded store                                                 */
+
+ngx_int_t embedded(Operation *op) {
+    ngx_http_rl_zone_t *z = zoneOf(op);
+    ngx_str_t value = {op->value.size(), reinterpret_cast<u_char *>(
+                                             const_cast<char *>(
+                                                 op->value.data()))};
+    if (op->route == Route::Key && op->method == Method::Delete) {
+        for (size_t k = 0; k < op->set.n; k++) {
+            op->deleted += ngx_http_rl_shm_forget(z, op->set.rules[k],
+                                                  &value);
+        }
+        return answerWrite(op);
+    }
+    if (op->route != Route::Key) {
+        return sendError(op->r, {501, "StoreUnavailable",
+                                 "the embedded store keeps no blocks nor "
+                                 "overrides"});
+    }
+    for (size_t k = 0; k < op->set.n; k++) {
+        ngx_http_rl_shm_peek(z, op->set.rules[k], &value, &op->outcomes[k]);
+    }
+    op->allowed = 1;
+    return answerState(op);
+}
+
+/* ----------------------------------------------------------------- */
+/* Redis                                                              */
+
+void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
+
+void letGo(Operation *op) {
+    for (Call *&c : op->calls) {
+        if (c != nullptr) {
+            c->op = nullptr;
+            c = nullptr;
+        }
+    }
+    op->pending = 0;
+    if (op->timer.timer_set) {
+        ngx_del_timer(&op->timer);
+    }
+}
+
+void cleanup(void *data) noexcept {
+    letGo(static_cast<Operation *>(data));
+}
+
+/* The answer, now that every reply is in (or the time is up). */
+void finish(Operation *op, ngx_int_t rc) {
+    ngx_http_request_t *r = op->r;
+    ngx_connection_t *c = r->connection;
+    letGo(op);
+    ngx_http_finalize_request(r, rc);
+    ngx_http_run_posted_requests(c);
+}
+
+ngx_int_t conclude(Operation *op) {
+    if (op->failure != nullptr) {
+        return unavailable(op, op->failure);
+    }
+    return op->route == Route::Key && op->method != Method::Delete
+               ? answerState(op)
+               : answerWrite(op);
+}
+
+void onTimer(ngx_event_t *ev) noexcept {
+    auto *op = static_cast<Operation *>(ev->data);
+    bool write = op->route != Route::Key || op->method == Method::Delete;
+    if (write) {
+        ngx_log_error(NGX_LOG_WARN, op->r->connection->log, 0,
+                      "rl_api: no answer from Redis to a write of rule "
+                      "\"%V\" in time: it may still be applied",
+                      &op->set.first->name);
+    }
+    finish(op, unavailable(op, write ? "Redis did not answer in time: the "
+                                       "write may still be applied when it "
+                                       "does"
+                                     : "Redis did not answer in time"));
+}
+
+bool sendOn(Link *link, Operation *op, Ask ask, Args &a) {
+    auto *c = static_cast<Call *>(ngx_alloc(sizeof(Call),
+                                            op->r->connection->log));
+    if (c == nullptr) {
+        return false;
+    }
+    *c = {op, ask};
+    if (!link->operatorCommand(onReply, c, a.argc, a.argv, a.len)) {
+        ngx_free(c);
+        return false;
+    }
+    op->calls[ask] = c;
+    op->pending++;
+    return true;
+}
+
+/* The state's read: the script with a cost of 0 for each rule of the
+ * name (EVALSHA sha n keys head specs). */
+Args *stateArgs(Operation *op, bool eval) {
+    ngx_pool_t *pool = op->r->pool;
+    size_t n = op->set.n;
+    auto *a = static_cast<Args *>(ngx_palloc(pool, sizeof(Args)));
+    auto *head = static_cast<u_char *>(ngx_pnalloc(pool, requestBytes(n)));
+    auto *nkeys = static_cast<u_char *>(ngx_pnalloc(pool, NGX_INT64_LEN));
+    if (a == nullptr || head == nullptr || nkeys == nullptr) {
+        return nullptr;
+    }
+    a->argc = 0;
+    a->push(eval ? "EVAL" : "EVALSHA", eval ? 4 : 7);
+    a->push(eval ? scriptText() : scriptSha());
+    a->push(nkeys, static_cast<size_t>(
+                       ngx_http_rl_decimal(nkeys, static_cast<int64_t>(n)) -
+                       nkeys));
+    const ngx_str_t &prefix = zoneOf(op)->prefix;
+    for (size_t k = 0; k < n; k++) {
+        auto *key = static_cast<char *>(
+            ngx_pnalloc(pool, prefix.len + RL_STATE_KEY_MAX));
+        if (key == nullptr) {
+            return nullptr;
+        }
+        char *end = rl_state_key_write(
+            key, reinterpret_cast<const char *>(prefix.data), prefix.len,
+            op->value.data(), op->value.size(), op->set.rules[k]->id);
+        a->push(key, static_cast<size_t>(end - key));
+    }
+    u_char *p = requestHead(head, n, 0);
+    for (size_t k = 0; k < n; k++) {
+        p = ruleRecord(p, k + 1, k + 1, 0);
+    }
+    a->push(head, static_cast<size_t>(p - head));
+    for (size_t k = 0; k < n; k++) {
+        a->push(viewOf(op->set.rules[k]->spec));
+    }
+    return a;
+}
+
+/* lua/api.lua: EVAL text 1 PREFIX{VALUE} op args... */
+Args *apiArgs(Operation *op, std::string_view what) {
+    auto *a = static_cast<Args *>(ngx_palloc(op->r->pool, sizeof(Args)));
+    if (a == nullptr) {
+        return nullptr;
+    }
+    a->argc = 0;
+    a->push("EVAL", 4);
+    a->push(apiScriptText());
+    a->push("1", 1);
+    a->push(viewOf(op->block));
+    a->push(what);
+    return a;
+}
+
+/* A number as an argument, in the pool. */
+bool pushNumber(ngx_pool_t *pool, Args *a, int64_t v) {
+    auto *p = static_cast<u_char *>(ngx_pnalloc(pool, NGX_INT64_LEN + 1));
+    if (p == nullptr) {
+        return false;
+    }
+    a->push(p, static_cast<size_t>(ngx_http_rl_decimal(p, v) - p));
+    return true;
+}
+
+/* What a block's string says: its reason, "blocked" for none; never a
+ * first word "limit", which would make it an override. */
+bool blockText(ngx_pool_t *pool, std::string_view *reason) {
+    std::string_view r = *reason;
+    if (r.empty()) {
+        *reason = "blocked";
+        return true;
+    }
+    if (r.size() > 5 && ngx_strncasecmp(reinterpret_cast<u_char *>(
+                                            const_cast<char *>(r.data())),
+                                        reinterpret_cast<u_char *>(
+                                            const_cast<char *>("limit")),
+                                        5) == 0 &&
+        (r[5] == ' ' || r[5] == '\t')) {
+        auto *p = static_cast<char *>(ngx_pnalloc(pool, 9 + r.size()));
+        if (p == nullptr) {
+            return false;
+        }
+        ngx_memcpy(p, "blocked: ", 9);
+        ngx_memcpy(p + 9, r.data(), r.size());
+        *reason = {p, 9 + r.size()};
+    }
+    return true;
+}
+
+/* The commands of the operation, sent: false when none could go. */
+bool start(Operation *op, Link *link) {
+    ngx_pool_t *pool = op->r->pool;
+    std::string_view name = viewOf(op->set.first->name);
+    Args *a = nullptr;
+    switch (op->route) {
+    case Route::Key:
+        if (op->method != Method::Delete) {
+            op->state = stateArgs(op, false);
+            a = apiArgs(op, "read");
+            if (op->state == nullptr || a == nullptr) {
+                return false;
+            }
+            a->push(name);
+            return sendOn(link, op, kState, *op->state) &&
+                   sendOn(link, op, kMark, *a);
+        }
+        /* a reset: the rule's state keys go */
+        op->state = stateArgs(op, false);
+        if (op->state == nullptr) {
+            return false;
+        }
+        a = static_cast<Args *>(ngx_palloc(pool, sizeof(Args)));
+        if (a == nullptr) {
+            return false;
+        }
+        a->argc = 0;
+        a->push("DEL", 3);
+        for (size_t k = 0; k < op->set.n; k++) {
+            a->push(op->state->argv[3 + k], op->state->len[3 + k]);
+        }
+        break;
+    case Route::Block:
+        if (op->method == Method::Post) {
+            a = apiArgs(op, "block");
+            if (a == nullptr || !blockText(pool, &op->change.reason)) {
+                return false;
+            }
+            a->push(op->change.reason);
+            if (!pushNumber(pool, a, op->change.ttl * 1000)) {
+                return false;
+            }
+        } else {
+            a = apiArgs(op, "unblock");
+        }
+        break;
+    case Route::Override:
+        a = apiArgs(op, op->method == Method::Put ? "override"
+                                                  : "unoverride");
+        if (a == nullptr) {
+            return false;
+        }
+        a->push(name);
+        if (op->method == Method::Put &&
+            (!pushNumber(pool, a, op->change.limit) ||
+             !pushNumber(pool, a, op->change.ttl * 1000))) {
+            return false;
+        }
+        break;
+    default:
+        return false;
+    }
+    return a != nullptr && sendOn(link, op, kWrite, *a);
+}
+
+/* The script's reply to the state's read: its figures, the limits an
+ * override gave. */
+void readState(Operation *op, const redisReply *reply) {
+    size_t n = op->set.n;
+    size_t want = kClockBytes + replyBytes(n);
+    if (replyClock(reply) <= 0 || reply->len < want ||
+        !validTrailer(reply->str + want, reply->len - want, n)) {
+        op->failure = "Redis sent no reply of the script's";
+        return;
+    }
+    size_t at = kClockBytes;
+    redisReply slice;
+    const redisReply *part = replyPart(reply, &at, n, &slice);
+    RuleAsked asked[kMaxRulesPerCall];
+    RuleOutcome out[kMaxRulesPerCall];
+    for (size_t k = 0; k < n; k++) {
+        asked[k] = {0, false};
+    }
+    bool allowed = false;
+    if (decodeReply(part, n, asked, &allowed, out) != ReplyStatus::Ok) {
+        op->failure = "Redis sent no reply of the script's";
+        return;
+    }
+    int64_t limits[kMaxRulesPerCall] = {};
+    int64_t grant = 0;
+    size_t next = 0;
+    trailerFor(reply->str + want, reply->len - want, &next, 0, n, limits,
+               &grant);
+    op->allowed = allowed ? 1 : 0;
+    for (size_t k = 0; k < n; k++) {
+        op->outcomes[k] = {out[k].remaining, out[k].resetMs, out[k].retryMs,
+                           out[k].delayMs, out[k].retryUs, limits[k]};
+    }
+}
+
+/* lua/api.lua's read: { kind, text, ttl_ms, n } */
+void readMark(Operation *op, const redisReply *reply) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 ||
+        reply->element[0]->type != REDIS_REPLY_INTEGER ||
+        reply->element[1]->type != REDIS_REPLY_STRING ||
+        reply->element[2]->type != REDIS_REPLY_INTEGER ||
+        reply->element[3]->type != REDIS_REPLY_INTEGER) {
+        op->failure = "Redis sent no reply of lua/api.lua's";
+        return;
+    }
+    op->markKind = reply->element[0]->integer;
+    op->markText = copy(op->r->pool, reply->element[1]->str,
+                        reply->element[1]->len);
+    op->markTtlMs = reply->element[2]->integer;
+    op->markLimit = reply->element[3]->integer;
+}
+
+void replied(Operation *op, Link *link, Ask ask, const redisReply *reply) {
+    if (reply == nullptr) {
+        op->failure = "the connection to Redis was lost";
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (ask == kState && isNoScript(reply) && !op->retried) {
+            /* Redis lost the script: once more, with its text */
+            op->retried = true;
+            op->state = stateArgs(op, true);
+            if (op->state != nullptr && sendOn(link, op, kState, *op->state)) {
+                return;
+            }
+        }
+        link->heardMoved(reply);
+        ngx_str_t why = copy(op->r->pool, reply->str, reply->len);
+        op->failure = why.data != nullptr
+                          ? reinterpret_cast<const char *>(why.data)
+                          : "Redis answered an error";
+        return;
+    }
+    switch (ask) {
+    case kState:
+        readState(op, reply);
+        break;
+    case kMark:
+        readMark(op, reply);
+        break;
+    default:
+        if (reply->type == REDIS_REPLY_INTEGER) {
+            op->deleted = reply->integer;   /* DEL */
+        }
+        op->hadOld = reply->type == REDIS_REPLY_STRING;
+        if (op->hadOld) {
+            op->old = copy(op->r->pool, reply->str, reply->len);
+        }
+    }
+}
+
+void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept {
+    auto *c = static_cast<Call *>(data);
+    Operation *op = c->op;
+    Ask ask = c->ask;
+    ngx_free(c);
+    if (op == nullptr) {
+        return;     /* the request went, or its time was up */
+    }
+    op->calls[ask] = nullptr;
+    op->pending--;
+    /* (a NULL reply: the connection is going, ac->data with it) */
+    replied(op, reply != nullptr ? static_cast<Link *>(ac->data) : nullptr,
+            ask, static_cast<const redisReply *>(reply));
+    if (op->pending == 0) {
+        finish(op, conclude(op));
+    }
+}
+
+Link *linkOf(ngx_http_request_t *r, const Operation *op) {
+    ngx_http_rl_main_conf_t *rmcf = mainConf(r);
+    ngx_http_rl_zone_t *z = zoneOf(op);
+    if (rmcf->stores == nullptr || rmcf->stores[z->index] == nullptr) {
+        return nullptr;
+    }
+    ngx_uint_t slot = z->nseeds > 0 ? valueSlot(op->value) : 0;
+    return reinterpret_cast<Link *>(
+        ngx_http_rl_store_route(rmcf->stores[z->index], slot));
+}
+
+}  // namespace
+
+ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
+                       std::string_view value, Route route, Method method,
+                       const Change &change) {
+    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool,
+                                                   sizeof(Operation));
+    if (cln == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    auto *op = new (cln->data) Operation{};
+    op->r = r;
+    op->set = set;
+    op->value = value;
+    op->route = route;
+    op->method = method;
+    op->change = change;
+    ngx_http_rl_zone_t *z = zoneOf(op);
+
+    if (ngx_http_rl_embedded(z)) {
+        return embedded(op);
+    }
+
+    /* PREFIX{VALUE}: the key value's block and override */
+    op->block.data = static_cast<u_char *>(
+        ngx_pnalloc(r->pool, z->prefix.len + 2 + kDigestValueLen + 1));
+    if (op->block.data == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    u_char *p = ngx_cpymem(op->block.data, z->prefix.data, z->prefix.len);
+    *p++ = '{';
+    p = reinterpret_cast<u_char *>(
+        writeValueTag(reinterpret_cast<char *>(p), value));
+    *p++ = '}';
+    op->block.len = static_cast<size_t>(p - op->block.data);
+
+    Link *link = linkOf(r, op);
+    if (link == nullptr || !link->usable()) {
+        return unavailable(op, "Redis cannot be reached now");
+    }
+    if (!start(op, link)) {
+        letGo(op);
+        return unavailable(op, "the command could not be sent to Redis");
+    }
+    cln->handler = cleanup;
+    op->timer.handler = onTimer;
+    op->timer.data = op;
+    op->timer.log = r->connection->log;
+    ngx_add_timer(&op->timer, z->timeout > kMinWait ? z->timeout : kMinWait);
+    r->main->count++;
+    return NGX_DONE;
+}
+
+}  // namespace rl::api

@@ -1,0 +1,268 @@
+#include "api_path.hpp"
+
+#include <cstring>
+
+namespace rl::api {
+
+namespace {
+
+int hexValue(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+bool fail(Error* err, int status, const char* code, const char* text) {
+    *err = {status, code, text};
+    return false;
+}
+
+bool notFound(Error* err) {
+    return fail(err, 404, "PathNotFound", "no such path in the API");
+}
+
+/* The segments of the path, cut at '/' (each not decoded yet). */
+struct Segments {
+    static constexpr size_t kMax = 7;
+    char* at[kMax];
+    size_t len[kMax];
+    size_t n = 0;
+    bool tooMany = false;
+};
+
+Segments split(char* path, size_t len) {
+    Segments s;
+    size_t i = 1; /* after the leading '/' */
+    while (i <= len) {
+        size_t j = i;
+        while (j < len && path[j] != '/') {
+            j++;
+        }
+        if (s.n == Segments::kMax) {
+            s.tooMany = true;
+            break;
+        }
+        s.at[s.n] = path + i;
+        s.len[s.n] = j - i;
+        s.n++;
+        i = j + 1;
+    }
+    return s;
+}
+
+bool is(const Segments& s, size_t i, const char* word) {
+    size_t n = std::strlen(word);
+    return s.len[i] == n && std::memcmp(s.at[i], word, n) == 0;
+}
+
+/* Decodes segment i (in place, unless nginx did); false on a bad
+ * escape. */
+bool segment(Segments& s, size_t i, bool decoded, std::string_view* out) {
+    long n = decoded ? static_cast<long>(s.len[i])
+                     : percentDecode(s.at[i], s.len[i]);
+    if (n < 0) {
+        return false;
+    }
+    *out = {s.at[i], static_cast<size_t>(n)};
+    return true;
+}
+
+bool parseQuery(char* q, size_t len, bool decoded, Request* out,
+                Error* err) {
+    size_t i = 0;
+    while (i < len) {
+        size_t j = i;
+        while (j < len && q[j] != '&') {
+            j++;
+        }
+        char* item = q + i;
+        size_t itemLen = j - i;
+        i = j + 1;
+        char* eq = static_cast<char*>(std::memchr(item, '=', itemLen));
+        if (eq == nullptr) {
+            continue;
+        }
+        std::string_view key(item, static_cast<size_t>(eq - item));
+        char* v = eq + 1;
+        size_t vlen = itemLen - key.size() - 1;
+        long n = decoded ? static_cast<long>(vlen) : percentDecode(v, vlen);
+        if (key == "n") {
+            size_t top = 0;
+            for (long k = 0; k < n && top <= kMaxTop; k++) {
+                top = v[k] >= '0' && v[k] <= '9'
+                          ? top * 10 + static_cast<size_t>(v[k] - '0')
+                          : 0;
+                if (top == 0) {
+                    break;  /* not a digit, or a leading zero */
+                }
+            }
+            if (top == 0) {
+                return fail(err, 400, "ArgumentInvalid",
+                            "n= takes a whole number from 1 (at most 100 "
+                            "keys are listed)");
+            }
+            out->top = top < kMaxTop ? top : kMaxTop;
+        } else if (key == "key") {
+            if (n < 0) {
+                return fail(err, 400, "KeyInvalid",
+                            "an invalid percent-encoding in key=");
+            }
+            out->value = {v, static_cast<size_t>(n)};
+        } else if (key == "zone") {
+            if (n <= 0 || static_cast<size_t>(n) > kMaxName) {
+                return fail(err, 400, "ArgumentInvalid",
+                            "zone= takes a zone's name");
+            }
+            out->zone = {v, static_cast<size_t>(n)};
+        }
+        /* other arguments (a page's cache buster) are no concern */
+    }
+    return true;
+}
+
+}  // namespace
+
+long percentDecode(char* s, size_t len) {
+    size_t w = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] != '%') {
+            s[w++] = s[i];
+            continue;
+        }
+        if (i + 2 >= len) {
+            return -1;
+        }
+        int hi = hexValue(s[i + 1]);
+        int lo = hexValue(s[i + 2]);
+        if (hi < 0 || lo < 0) {
+            return -1;
+        }
+        s[w++] = static_cast<char>(hi << 4 | lo);
+        i += 2;
+    }
+    return static_cast<long>(w);
+}
+
+bool parse(char* path, size_t len, char* query, size_t qlen, bool decoded,
+           Request* out, Error* err) {
+    *out = Request{};
+    if (len == 0 || path[0] != '/') {
+        return notFound(err);
+    }
+    if (!parseQuery(query, qlen, decoded, out, err)) {
+        return false;
+    }
+    /* key= counts only for an empty VALUE (below) */
+    std::string_view inQuery = out->value;
+    out->value = {};
+    if (len == 1 || (len == 11 && std::memcmp(path, "/index.html", 11) == 0)) {
+        out->route = Route::Page;
+        return true;
+    }
+    Segments s = split(path, len);
+    if (s.tooMany || !is(s, 0, "1")) {
+        return notFound(err);
+    }
+    if (s.n == 1 || (s.n == 2 && s.len[1] == 0)) {
+        out->route = Route::Endpoints;
+        return true;
+    }
+    if (s.n == 2 && is(s, 1, "zones")) {
+        out->route = Route::Zones;
+        return true;
+    }
+    if (!is(s, 1, "rules")) {
+        return notFound(err);
+    }
+    if (s.n == 2) {
+        out->route = Route::Rules;
+        return true;
+    }
+    if (!segment(s, 2, decoded, &out->name)) {
+        return fail(err, 400, "ArgumentInvalid",
+                    "an invalid percent-encoding in the rule's name");
+    }
+    if (out->name.empty() || out->name.size() > kMaxName) {
+        return fail(err, 404, "RuleNotFound", "no rule of that name");
+    }
+    if (s.n == 3) {
+        out->route = Route::Rule;
+        return true;
+    }
+    if (s.n == 4 && is(s, 3, "top")) {
+        out->route = Route::Top;
+        return true;
+    }
+    if (s.n < 5 || !is(s, 3, "keys")) {
+        return notFound(err);
+    }
+    /* an empty VALUE: the value is key= of the query (nginx refuses a
+     * path with %00, which a binary key value may need) */
+    if (s.len[4] > 0 && !segment(s, 4, decoded, &out->value)) {
+        return fail(err, 400, "KeyInvalid",
+                    "an invalid percent-encoding in the key value");
+    }
+    if (s.len[4] == 0) {
+        out->value = inQuery;
+    }
+    if (out->value.empty()) {
+        return fail(err, 400, "KeyInvalid",
+                    "an empty key value: a rule never limits one");
+    }
+    if (out->value.size() > kMaxValue) {
+        return fail(err, 400, "KeyInvalid",
+                    "a key value longer than 4096 bytes");
+    }
+    if (s.n == 5) {
+        out->route = Route::Key;
+        return true;
+    }
+    if (s.n == 6 && is(s, 5, "block")) {
+        out->route = Route::Block;
+        return true;
+    }
+    if (s.n == 6 && is(s, 5, "override")) {
+        out->route = Route::Override;
+        return true;
+    }
+    return notFound(err);
+}
+
+bool allows(Route r, Method m) {
+    switch (r) {
+    case Route::Key:
+        return m == Method::Get || m == Method::Head || m == Method::Delete;
+    case Route::Block:
+        return m == Method::Post || m == Method::Delete;
+    case Route::Override:
+        return m == Method::Put || m == Method::Delete;
+    default:
+        return m == Method::Get || m == Method::Head;
+    }
+}
+
+const char* allowHeader(Route r) {
+    switch (r) {
+    case Route::Key:
+        return "GET, HEAD, DELETE";
+    case Route::Block:
+        return "POST, DELETE";
+    case Route::Override:
+        return "PUT, DELETE";
+    default:
+        return "GET, HEAD";
+    }
+}
+
+bool isWrite(Method m) {
+    return m == Method::Post || m == Method::Put || m == Method::Delete;
+}
+
+}  // namespace rl::api

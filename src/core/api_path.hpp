@@ -1,0 +1,84 @@
+/* The operator API's paths (SPEC section 8), below its location:
+ *
+ *   /  /index.html                       the dashboard page
+ *   /1                                   the endpoints
+ *   /1/zones                             every zone
+ *   /1/rules                             every rule (zone, name)
+ *   /1/rules/NAME                        one
+ *   /1/rules/NAME/top[?n=K]              its top limited keys
+ *   /1/rules/NAME/keys/VALUE             a key's state; DELETE: reset
+ *   /1/rules/NAME/keys/VALUE/block       POST, DELETE
+ *   /1/rules/NAME/keys/VALUE/override    PUT, DELETE
+ *
+ * and `zone=Z` in the query on any rule path, for a name that more than
+ * one zone has; `key=VALUE` in the query for an empty VALUE in the path
+ * (a value with a NUL byte: nginx refuses %00 in a path). Segments are cut at '/' before they are percent-decoded,
+ * so a name or a value may hold any byte ("5r%2Fm" is the rule named
+ * 5r/m). Pure: no nginx, no allocation. */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace rl::api {
+
+enum class Route : uint8_t {
+    Page,
+    Endpoints,
+    Zones,
+    Rules,
+    Rule,
+    Top,
+    Key,
+    Block,
+    Override,
+};
+
+enum class Method : uint8_t { Get, Head, Post, Put, Delete, Other };
+
+/* An error answer: {"error": {"status", "text", "code"}}. */
+struct Error {
+    int status;
+    const char* code;
+    const char* text;
+};
+
+inline constexpr size_t kDefaultTop = 10;
+inline constexpr size_t kMaxTop = 100;
+/* The longest key value the API takes, decoded (a URI nginx reads is
+ * shorter still, large_client_header_buffers). */
+inline constexpr size_t kMaxValue = 4096;
+/* The longest rule or zone name (NGX_HTTP_RL_MAX_NAME). */
+inline constexpr size_t kMaxName = 120;
+
+struct Request {
+    Route route = Route::Page;
+    std::string_view name;      /* decoded */
+    std::string_view value;     /* decoded: the key value's bytes (an
+                                   empty VALUE: the query's key=, for a
+                                   value nginx refuses in a path, %00) */
+    std::string_view zone;      /* ?zone=, decoded; empty: not given */
+    size_t top = kDefaultTop;   /* ?n=, at most kMaxTop */
+};
+
+/* Parses `path` (from its first '/', below the location) and `query`
+ * (after '?', may be empty), decoding both in place unless `decoded`
+ * (nginx decoded them already). False with *err set on an unknown path
+ * (404), an invalid percent-encoding, an empty or too long value (400),
+ * a bad n= or zone= (400). */
+bool parse(char* path, size_t len, char* query, size_t qlen, bool decoded,
+           Request* out, Error* err);
+
+/* Whether `m` may be used on `r`, and the Allow header's text. */
+bool allows(Route r, Method m);
+const char* allowHeader(Route r);
+
+/* A method that changes something in a store (write=on only). */
+bool isWrite(Method m);
+
+/* Decodes %XX escapes of s[0..len) in place; returns the new length,
+ * or -1 for a '%' not followed by two hex digits. */
+long percentDecode(char* s, size_t len);
+
+}  // namespace rl::api
