@@ -23,7 +23,9 @@
 --           us (tests; a refund sends its decision's)
 --   k s c   the rule's key KEYS[k], its spec ARGV[s + 1], its cost c;
 --           a concurrency rule's cost is 1, and its c is 8 bytes naming
---           the request's slot (not a number: the member its key holds)
+--           the request's slot (not a number: the member its key holds);
+--           8 zero bytes name none: a cost of 0 (a read, as the
+--           operator API's)
 -- ARGV[2..] the specs of the call's rules, each once: limit N,
 --           window_us W, burst B, delay D, flags (1: a dry run; 2: B
 --           is N's default, and follows an override of N), the length
@@ -205,6 +207,8 @@ end
 
 local H = ARGV[1] or ''
 local size = #H
+-- a concurrency rule's record naming no slot (cost 0: a read)
+local NOSLOT = '\0\0\0\0\0\0\0\0'
 
 local function bad(what, at)
     return redis.error_reply('ERR rl: bad arguments: ' .. what ..
@@ -343,7 +347,8 @@ for pass = refunding and 1 or 2, 2 do
         end
         local slot
         if v[1].slot then
-            slot, cost = string.sub(H, nxt - 8, nxt - 1), 1
+            slot = string.sub(H, nxt - 8, nxt - 1)
+            cost = slot ~= NOSLOT and 1 or 0
         end
         if key == nil or (cost < 0 and mode ~= 'charge') then
             return bad('a rule', pos + 16)
@@ -432,7 +437,8 @@ for pass = refunding and 1 or 2, 2 do
                     end
                     slot = nil
                     if v[1].slot then
-                        slot, cost = string.sub(H, nxt - 8, nxt - 1), 1
+                        slot = string.sub(H, nxt - 8, nxt - 1)
+            cost = slot ~= NOSLOT and 1 or 0
                     end
                     if key == nil or (cost < 0 and mode ~= 'charge') then
                         return bad('a rule', pos)

@@ -58,6 +58,7 @@ sub conf {
             proxy_pass http://127.0.0.1:$UP/hold;
         }
         location = /metrics { rl_metrics; }
+        location /rl/ { rl_api; }
     }
 CONF
 }
@@ -124,6 +125,10 @@ my $P = $ng->port;
                  qw(x-ratelimit-remaining x-rl-status)),
        '0 PASSED', 'the third of 3: nothing left after it');
     is(live($r), 2, 'two held, in Redis');
+    like(http_get($P, '/rl/1/rules/inflight/keys/ends')->{body},
+         qr/"limit":3,"remaining":1\b/,
+         'the operator API reads the key: 1 slot left');
+    is(live($r), 2, 'and holds none');
     is(inflight_metric($ng), 2, 'rl_inflight: 2');
     $up->release('ends');
     is_deeply([ map { $_->result(10)->{code} } @c ], [200, 200],

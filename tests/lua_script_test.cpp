@@ -1364,3 +1364,17 @@ TEST_F(LuaScript, ChargesOfOneCallAddUp) {
     EXPECT_EQ(state(f).at("c"), "70");      /* 48 + 30 - 20 + 12 */
     EXPECT_EQ(probe({t}, 0).out[0].remaining, 100 - 1 - 69 - 1);
 }
+
+/* A concurrency rule's record of slot 0 (a cost of 0: the operator
+ * API's read) counts the slots and holds none. */
+TEST_F(LuaScript, ConcurrencyReadHoldsNothing) {
+    const uint64_t hold = 10 * kSec;
+    Rule held = inflight("read", 3, hold, 7);
+    decide({held}, 0);
+    Rule read = inflight("read", 3, hold, 0);
+    read.cost = 0;
+    Decision d = decide({read}, 0);
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.out[0].remaining, 2);
+    EXPECT_EQ(slots(held.key).size(), 1u);
+}

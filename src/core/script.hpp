@@ -83,7 +83,8 @@ unsigned char* ruleRecord(unsigned char* p, size_t key, size_t spec,
 
 /* A concurrency rule's record: its cost is 1, and the 8 bytes of the
  * cost name the request's slot (little-endian: its worker, a counter),
- * the member the rule's key holds for it. */
+ * the member the rule's key holds for it; slot 0 names none: a cost of
+ * 0, a read (ruleRecord(..., 0) writes the same bytes). */
 unsigned char* slotRecord(unsigned char* p, size_t key, size_t spec,
                           uint64_t slot);
 
