@@ -67,6 +67,9 @@ typedef struct {
     ngx_atomic_t                lease_granted;  /* rl_lease_units_total */
     ngx_atomic_t                lease_spent;
     ngx_atomic_t                lease_returned;
+    ngx_atomic_t                evictions;  /* states that still limited
+                                               a key, forgotten for room
+                                               (the embedded store) */
 } ngx_http_rl_zone_stats_t;
 
 typedef struct {
@@ -133,7 +136,6 @@ typedef struct {
     size_t                      size;
     void                       *sh;         /* its shared tree and queue */
     ngx_slab_pool_t            *shpool;
-    ngx_uint_t                  full;       /* this worker logged it */
     u_char                     *file;       /* first reference */
     ngx_uint_t                  line;
 } ngx_http_rl_zone_t;
@@ -339,6 +341,14 @@ ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *group) RL_NOEXCEPT;
 void ngx_http_rl_shm_refund(ngx_http_rl_group_t *group) RL_NOEXCEPT;
+/* an embedded (or failure=local) zone's memory: its size and the bytes
+ * not free (pages in use), read under its lock; 0 and 0 for none */
+void ngx_http_rl_shm_usage(ngx_http_rl_zone_t *zone, size_t *used,
+    size_t *size) RL_NOEXCEPT;
+/* postconfiguration: warns of a size= that holds fewer than 1000 states
+ * of one of its rules */
+void ngx_http_rl_shm_check(ngx_conf_t *cf, ngx_http_rl_main_conf_t *rmcf)
+    RL_NOEXCEPT;
 
 /* metrics.cpp: the rl_metrics endpoint and its shared counters */
 ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
