@@ -331,6 +331,10 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
                     "Requests decided in this instance's memory "
                     "(failure=local) while Redis could not answer.",
                     offsetof(ngx_http_rl_zone_stats_t, local));
+        p = perZone(p, zones, nz, "rl_store_errors_total", "counter",
+                    "Error replies from Redis to the zone's calls (but "
+                    "NOSCRIPT, MOVED and ASK, which the module follows).",
+                    offsetof(ngx_http_rl_zone_stats_t, errors));
         p = perZone(p, zones, nz, "rl_store_evictions_total", "counter",
                     "States that still limited a key, forgotten to make "
                     "room in the zone's shared memory.",

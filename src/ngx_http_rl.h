@@ -46,6 +46,7 @@
  * which keep this many bytes of each */
 #define NGX_HTTP_RL_MAX_NAME            120
 #define NGX_HTTP_RL_MAX_COST            1000000
+#define NGX_HTTP_RL_MAX_PREFIX          64
 #define NGX_HTTP_RL_MAX_LOG             100000
 
 
@@ -70,6 +71,7 @@ typedef struct {
     ngx_atomic_t                evictions;  /* states that still limited
                                                a key, forgotten for room
                                                (the embedded store) */
+    ngx_atomic_t                errors;     /* error replies from Redis */
 } ngx_http_rl_zone_stats_t;
 
 typedef struct {

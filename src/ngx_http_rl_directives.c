@@ -370,9 +370,10 @@ static char *
 ngx_http_rl_zone_prefix(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value, ngx_str_t *arg, void *field)
 {
-    if (arg->len > 64) {
+    if (arg->len > NGX_HTTP_RL_MAX_PREFIX) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "prefix \"%V\" is longer than 64 bytes", arg);
+                           "prefix \"%V\" is longer than %d bytes", arg,
+                           NGX_HTTP_RL_MAX_PREFIX);
         return NGX_CONF_ERROR;
     }
 
