@@ -750,19 +750,35 @@ void Link::flush() {
     if (locating_) {
         return;     /* they leave once the server is located */
     }
-    while (!queue_.empty()) {
-        if (cluster_ == nullptr) {
+    if (cluster_ == nullptr) {
+        while (!queue_.empty()) {
             sendBatch(queue_.take(), false);
-        } else {
-            Call *first = queue_.takeSlot();
-            sendBatch(first, first->asking);
         }
-    }
-    while (!refunds_.empty()) {
-        sendBatch(cluster_ == nullptr ? refunds_.take() : refunds_.takeSlot(),
-                  false, true);
+        while (!refunds_.empty()) {
+            sendBatch(refunds_.take(), false, true);
+        }
+    } else {
+        sendBySlot(&queue_, false);
+        sendBySlot(&refunds_, true);
     }
     evalNext_ = false;
+}
+
+/* A cluster's calls: a batch per slot, within the limits (out of
+ * memory: a call per batch, as valid). */
+void Link::sendBySlot(CallQueue *q, bool refund) {
+    if (!buckets_.fill(q, log_)) {
+        for (Call *c = q->takeAll(); c != nullptr;) {
+            Call *next = c->next;
+            c->next = nullptr;
+            sendBatch(c, !refund && c->asking, refund);
+            c = next;
+        }
+        return;
+    }
+    while (Call *first = buckets_.next()) {
+        sendBatch(first, !refund && first->asking, refund);
+    }
 }
 
 void Link::sendBatch(Call *first, bool asking, bool refund) {

@@ -156,6 +156,7 @@ private:
     void enqueue(Call *call);
     Call *take(ngx_http_rl_group_t *group);
     void sendBatch(Call *first, bool asking, bool refund = false);
+    void sendBySlot(CallQueue *q, bool refund);
     void recycle(Batch *batch) {
         batch->next = freeBatches_;
         freeBatches_ = batch;
@@ -211,6 +212,7 @@ private:
     ngx_msec_t backoff_;
     CallQueue queue_;
     CallQueue refunds_;         /* a lease's returns, queued */
+    SlotBuckets buckets_;       /* a cluster's flush, by slot */
     BatchCommand command_;
     Call *free_ = nullptr;
     Batch *freeBatches_ = nullptr;
