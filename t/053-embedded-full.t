@@ -181,6 +181,9 @@ SKIP: {
     my ($lib) = grep { -f } map { "/usr/lib/$_/faketime/libfaketime.so.1" }
                 (`gcc -print-multiarch 2>/dev/null` =~ /(\S+)/, 'x86_64-linux-gnu');
     skip 'libfaketime not installed', 4 unless $lib;
+    # (nginx -t hangs with both libfaketime and the ASan runtime loaded)
+    skip 'not with the sanitizers (make test SANITIZE=1)', 4
+        if $ENV{RL_SANITIZE};
     my $dir = RlTest::Proc::make_tempdir('clock');
     chmod 0755, $dir;   # the workers (nobody) read it
     my $file = "$dir/faketime";
