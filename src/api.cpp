@@ -78,7 +78,7 @@ Json &zones(Json &out, ngx_http_rl_main_conf_t *rmcf) {
     auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
     out.raw("{");
     for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
-        const ngx_http_rl_zone_t *z = zones[i];
+        ngx_http_rl_zone_t *z = zones[i];
         const ngx_http_rl_zone_stats_t *s = z->stats;
         out.raw(i ? ",\n" : "\n").key(viewOf(z->name))
             .raw("{\"store\":").str(storeOf(z))
@@ -95,7 +95,23 @@ Json &zones(Json &out, ngx_http_rl_main_conf_t *rmcf) {
                 .num(units(s ? &s->lease_returned : nullptr)).raw("}");
         }
         out.raw(",\"requests\":");
-        outcomes(out, s != nullptr ? s->outcomes : nullptr).raw("}");
+        outcomes(out, s != nullptr ? s->outcomes : nullptr);
+        if (!ngx_http_rl_embedded(z)) {
+            out.raw(",\"errors\":")
+                .num(s != nullptr ? static_cast<int64_t>(s->errors) : 0);
+        }
+        if (z->shm_zone != nullptr) {
+            /* the embedded store, or failure=local's */
+            size_t used, size;
+            ngx_http_rl_shm_usage(z, &used,
+                                  &size);
+            out.raw(",\"memory\":{\"used\":")
+                .num(static_cast<int64_t>(used))
+                .raw(",\"size\":").num(static_cast<int64_t>(size))
+                .raw("},\"evictions\":")
+                .num(s != nullptr ? static_cast<int64_t>(s->evictions) : 0);
+        }
+        out.raw("}");
     }
     return out.raw("\n}\n");
 }

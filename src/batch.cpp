@@ -5,6 +5,8 @@
 
 #include "batch.hpp"
 
+#include <new>
+
 #include "core/reply.hpp"
 #include "core/script.hpp"
 #include "redis_link.hpp"
@@ -41,37 +43,80 @@ Call *CallQueue::take() {
     return first;
 }
 
-Call *CallQueue::takeSlot() {
+Call *CallQueue::takeAll() {
     Call *first = head_;
-    Call *last = first;
-    head_ = first->next;
-    ngx_uint_t requests = 1;
-    ngx_uint_t keys = first->rules;
-    Call *prev = nullptr;     /* the last call left in the queue */
-    bool full = false;        /* the rest of the slot waits: in order */
-    for (Call *c = head_; c != nullptr;) {
-        Call *next = c->next;
-        bool mine = c->slot == first->slot && c->asking == first->asking;
-        full = full || (mine && (requests == kMaxBatchRequests ||
-                                 keys + c->rules > kMaxBatchKeys));
-        if (mine && !full) {
-            if (prev != nullptr) {
-                prev->next = next;
-            } else {
-                head_ = next;
+    head_ = nullptr;
+    tail_ = nullptr;
+    return first;
+}
+
+SlotBuckets::~SlotBuckets() {
+    ngx_free(buckets_);
+    ngx_free(table_);
+}
+
+bool SlotBuckets::fill(CallQueue *q, ngx_log_t *log) {
+    Call *all = q->takeAll();
+    size_t n = 0;
+    for (Call *c = all; c != nullptr; c = c->next) {
+        n++;
+    }
+    size_t table = 64;
+    while (table < 2 * n) {
+        table <<= 1;
+    }
+    if (n > capBuckets_ || table > capTable_) {
+        auto *b = static_cast<Bucket *>(ngx_alloc(n * sizeof(Bucket), log));
+        auto *t = static_cast<uint32_t *>(
+            ngx_calloc(table * sizeof(uint32_t), log));
+        if (b == nullptr || t == nullptr) {
+            ngx_free(b);
+            ngx_free(t);
+            for (Call *c = all; c != nullptr;) {
+                Call *next = c->next;
+                q->push(c);
+                c = next;
             }
-            last->next = c;
-            last = c;
-            requests++;
-            keys += c->rules;
-        } else {
-            prev = c;
+            return false;
         }
+        ngx_free(buckets_);
+        ngx_free(table_);
+        buckets_ = b;
+        table_ = t;
+        capBuckets_ = n;
+        capTable_ = table;
+    }
+    size_t mask = capTable_ - 1;
+    nbuckets_ = 0;
+    at_ = 0;
+    for (Call *c = all; c != nullptr;) {
+        Call *next = c->next;
+        uint32_t key = static_cast<uint32_t>(c->slot) * 2 + (c->asking ? 1 : 0);
+        size_t h = (key * 2654435761u) & mask;
+        while (table_[h] != 0 && buckets_[table_[h] - 1].key != key) {
+            h = (h + 1) & mask;
+        }
+        if (table_[h] == 0) {
+            Bucket *b = &buckets_[nbuckets_++];
+            new (&b->calls) CallQueue();
+            b->key = key;
+            b->pos = h;
+            table_[h] = static_cast<uint32_t>(nbuckets_);
+        }
+        buckets_[table_[h] - 1].calls.push(c);
         c = next;
     }
-    tail_ = prev;
-    last->next = nullptr;
-    return first;
+    for (size_t i = 0; i < nbuckets_; i++) {
+        table_[buckets_[i].pos] = 0;
+    }
+    return true;
+}
+
+Call *SlotBuckets::next() {
+    while (at_ < nbuckets_ && buckets_[at_].calls.empty()) {
+        at_++;
+    }
+    return at_ < nbuckets_ ? buckets_[at_].calls.take() : nullptr;
 }
 
 BatchCommand::~BatchCommand() {
@@ -136,6 +181,7 @@ size_t BatchCommand::keyIndex(const ngx_str_t *key) {
     }
     keys_[nkeys_++] = key;
     slots_[h] = static_cast<uint16_t>(nkeys_);
+    used_[nused_++] = static_cast<uint16_t>(h);
     return nkeys_;
 }
 
@@ -164,7 +210,10 @@ bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
         }
         cap_ = cap;
     }
-    ngx_memzero(slots_, sizeof(slots_));
+    for (size_t u = 0; u < nused_; u++) {
+        slots_[used_[u]] = 0;
+    }
+    nused_ = 0;
     nkeys_ = 0;
     nspecs_ = 0;
     size_t i = 0;

@@ -13,6 +13,8 @@
 #include "core/script.hpp"
 #include "ngx.hpp"
 
+#include "core/script.hpp"
+
 namespace rl {
 
 class Link;
@@ -51,13 +53,44 @@ public:
     void push(Call *call);
     /* The first calls, within the limits (at least one). */
     Call *take();
-    /* The first call and those after it of its slot (and asking or
-     * not), within the limits: a cluster's script call has one slot. */
-    Call *takeSlot();
+    /* Every call, in order (a list by next); the queue is empty after. */
+    Call *takeAll();
 
 private:
     Call *head_ = nullptr;
     Call *tail_ = nullptr;
+};
+
+/* A cluster's calls of one turn by slot (and ASKING or not): a script
+ * call has one slot. fill() puts each call in its slot's queue in one
+ * pass, through a small table of the slots seen, cleared entry by entry
+ * after (before, each batch scanned the queue again for its slot: with
+ * a key per request, nearly every request its own slot, O(n^2) in the
+ * calls of a turn). */
+class SlotBuckets {
+public:
+    ~SlotBuckets();
+    /* Every call of q into its slot's bucket, buckets in the order of
+     * their slots' first call, calls in order; false when out of memory
+     * (q is left as it was). */
+    bool fill(CallQueue *q, ngx_log_t *log);
+    /* The next batch: the first calls of the first bucket left, within
+     * the limits; NULL when every call went. */
+    Call *next();
+
+private:
+    struct Bucket {
+        CallQueue calls;
+        uint32_t key;        /* slot * 2 + asking */
+        size_t pos;          /* its entry in table_ */
+    };
+
+    Bucket *buckets_ = nullptr;
+    size_t nbuckets_ = 0;
+    size_t capBuckets_ = 0;
+    size_t at_ = 0;
+    uint32_t *table_ = nullptr;     /* bucket + 1; 0: free */
+    size_t capTable_ = 0;           /* a power of two */
 };
 
 /* One batch's call as the bytes Redis reads (RESP), written straight
@@ -91,6 +124,10 @@ private:
 
     u_char *buf_ = nullptr;          /* the command */
     size_t bufCap_ = 0;
+    /* the entries of slots_ used by the last call, cleared by the next
+     * (rather than the whole table) */
+    uint16_t used_[kMaxBatchKeys + kMaxRulesPerCall] = {};
+    size_t nused_ = 0;
     const ngx_str_t **keys_ = nullptr;
     const ngx_str_t **specs_ = nullptr;
     uint32_t *ruleKey_ = nullptr;    /* per rule, 1-based */
@@ -100,7 +137,7 @@ private:
     size_t nspecs_ = 0;
     /* keys_ by hash: index + 1, 0 free (open addressing) */
     static constexpr size_t kSlots = 2048;
-    uint16_t slots_[kSlots];
+    uint16_t slots_[kSlots] = {};
 };
 
 /* A refund: give back costs[k] in each rule k of the group, counted at

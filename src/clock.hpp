@@ -13,7 +13,9 @@ inline int64_t monotonicUs() {
     return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* Wall time: the embedded store's algorithms, as Redis' TIME is. */
+/* Wall time: read once, when an embedded zone is made, to align its
+ * windows to the epoch (src/shm_store.cpp); its decisions then run on
+ * the monotonic clock, which no step of the wall clock moves. */
 inline int64_t realtimeUs() {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

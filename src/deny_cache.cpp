@@ -94,6 +94,18 @@ ngx_uint_t expire(ngx_shm_zone_t *zone, int64_t now, ngx_uint_t max,
     });
 }
 
+/* The cache was full (its oldest entries went): said once per worker,
+ * after the lock is let go. */
+void logFull(bool full) {
+    static bool logged = false;
+    if (full && !logged) {
+        logged = true;
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "rl: the deny cache is full: the oldest rejected "
+                      "keys go to Redis again");
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -178,28 +190,27 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
 
     ngx_slab_pool_t *pool = poolOf(zone);
     Shared *sh = shared(zone);
+    bool full = false;
     ngx_shmtx_lock(&pool->mutex);
     expire(zone, now, kExpirePerInsert, false);
     auto *e = reinterpret_cast<Entry *>(sh->index.find(key, hash));
     if (e == nullptr) {
         /* full of live entries: the oldest go (their keys are asked of
-         * Redis again), said once per worker */
+         * Redis again) */
         e = static_cast<Entry *>(rl::allocate(
             pool, sizeof(Entry) + len, true, 1, [&]() {
-                static bool logged = false;
-                if (!logged) {
-                    logged = true;
-                    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                                  "rl: the deny cache is full: the oldest "
-                                  "rejected keys go to Redis again");
-                }
+                full = true;
                 return expire(zone, now, kEvictOnFull, true);
             }));
-        if (e == nullptr) {
-            ngx_shmtx_unlock(&pool->mutex);
-            return;
+        if (e != nullptr) {
+            sh->index.add(&e->lru, key, rl::keyAfter(e, sizeof(Entry)),
+                          hash);
         }
-        sh->index.add(&e->lru, key, rl::keyAfter(e, sizeof(Entry)), hash);
+    }
+    if (e == nullptr) {
+        ngx_shmtx_unlock(&pool->mutex);
+        logFull(full);
+        return;
     }
     e->until = until;
     e->retryAt = retryAt;
@@ -212,6 +223,7 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
         sh->until[hash % kBuckets] = until;
     }
     ngx_shmtx_unlock(&pool->mutex);
+    logFull(full);
 }
 
 void ngx_http_rl_deny_forget(ngx_shm_zone_t *zone,

@@ -144,9 +144,10 @@ void expireIdle(Worker *w, Stripe &st, int64_t now, ngx_uint_t max) {
 }
 
 /* The group's entry, made if new (the stripe's least recently used go
- * when the zone is full); NULL when there is no room. */
+ * when the zone is full); NULL when there is no room (*full: the table
+ * just became full, to be logged once the stripe is unlocked). */
 Entry *entryFor(Worker *w, Stripe &st, const ngx_str_t &id, uint32_t hash,
-                int64_t period, int64_t now, Outbox *out) {
+                int64_t period, int64_t now, Outbox *out, bool *full) {
     expireIdle(w, st, now, kExpirePerRequest);
     auto *e = reinterpret_cast<Entry *>(st.index.find(id, hash));
     if (e != nullptr) {
@@ -156,13 +157,12 @@ Entry *entryFor(Worker *w, Stripe &st, const ngx_str_t &id, uint32_t hash,
         w->pool, sizeof(Entry) + id.len, false, kEvictPerRequest,
         [&]() { return evictOne(w, st, out); }));
     if (e == nullptr) {
-        if (!w->sh->full) {
-            w->sh->full = 1;
-            ngx_log_error(NGX_LOG_WARN, w->log, 0,
-                          "rl: the lease table is full: new groups are "
-                          "decided by Redis alone");
-        }
+        /* once until there is room again (any worker's) */
+        *full = ngx_atomic_cmp_set(&w->sh->full, 0, 1) != 0;
         return nullptr;
+    }
+    if (w->sh->full) {
+        w->sh->full = 0;
     }
     ngx_memzero(e, sizeof(Entry));
     e->period = period;
@@ -233,6 +233,7 @@ Stripe &stripeOf(Shared *sh, uint32_t hash) {
 }
 
 void lock(Worker *w, Stripe &st) {
+    reserve(w);
     w->locks++;
     if (!ngx_shmtx_trylock(&st.mutex)) {
         w->waits++;     /* another worker holds it: bench/lease-locks */
@@ -447,11 +448,12 @@ bool leaseSpend(ngx_http_rl_group_t *g) {
     int64_t now = monotonicUs();
     int64_t period = static_cast<int64_t>(g->zone->lease) * 1000;
     bool spent = false;
+    bool full = false;
     Outbox box;
     Stripe &st = lease::stripeOf(w->sh, hash);
 
     lock(w, st);
-    Entry *e = lease::entryFor(w, st, id, hash, period, now, &box);
+    Entry *e = lease::entryFor(w, st, id, hash, period, now, &box, &full);
     if (e != nullptr) {
         lease::arrive(e, static_cast<int64_t>(ctx->costs[g->rules[0]]),
                       period, now);
@@ -494,6 +496,11 @@ bool leaseSpend(ngx_http_rl_group_t *g) {
     }
     ngx_shmtx_unlock(&st.mutex);
 
+    if (full) {
+        ngx_log_error(NGX_LOG_WARN, w->log, 0,
+                      "rl: the lease table is full: new groups are "
+                      "decided by Redis alone");
+    }
     lease::send(w, &box);
     if (spent) {
         g->done = 1;

@@ -80,7 +80,8 @@ struct Stripe {
 
 struct Shared {
     ngx_atomic_t    generation;     /* one more per configuration */
-    ngx_uint_t      full;           /* logged: no room for an entry */
+    ngx_atomic_t    full;           /* logged: no room for an entry,
+                                       none made since */
     Stripe          stripes[kStripes];
 };
 
@@ -92,7 +93,9 @@ enum class Kind : uint8_t { Grant, Return };
  * the grant's time, its group's now_us. */
 struct Call {
     ngx_http_rl_group_t     group;
-    ngx_queue_t             queue;      /* the worker's calls */
+    ngx_queue_t             queue;      /* the worker's calls, or its
+                                           spare blocks */
+    size_t                  bytes;      /* the block's */
     Kind                    kind;
     ngx_http_rl_zone_t     *zone;
     ngx_str_t               id;         /* its entry's key */
@@ -126,6 +129,12 @@ struct Worker {
     ngx_event_t              sweep;
     int64_t                  sweepAt;   /* monotonic us it is set for */
     ngx_queue_t              calls;     /* out, or waiting to go */
+    /* blocks for calls, made before a stripe is locked (reserve()) so
+     * that a call is made under the lock without allocating */
+    ngx_queue_t              spare;
+    ngx_uint_t               nspare;
+    size_t                   blockBytes; /* of a spare block */
+    bool                     grew;      /* blockBytes did: smaller go */
     /* while calls are out: a worker that exits waits for their replies
      * (a grant Redis counted is installed or given back, not lost), at
      * most its zones' longest timeout (a timer nginx waits for) */
@@ -147,7 +156,11 @@ Call *returnOf(Worker *w, const Lease *l, const int64_t *costs,
                int64_t thenUs);
 Call *grantOf(Worker *w, const Lease *l, const ngx_str_t &id,
               uint32_t hash, uint64_t ask);
-/* Sends the outbox's calls (each freed if it cannot go); empties it. */
+/* Before a stripe is locked: spare blocks for as many calls as an
+ * outbox holds (allocated now, not under the lock). */
+void reserve(Worker *w);
+/* Sends the outbox's calls (each freed if it cannot go); empties it.
+ * After the stripe's lock is let go: it sets timers. */
 void send(Worker *w, Outbox *out);
 /* The sweep runs at `at` (monotonic us) or sooner. */
 void sweepBy(Worker *w, int64_t at);
@@ -157,7 +170,8 @@ void freeCall(Worker *w, Call *c);
 
 /* lease.cpp */
 Stripe &stripeOf(Shared *sh, uint32_t hash);
-/* Takes the stripe's lock, counting the times another worker had it. */
+/* Takes the stripe's lock (after reserve()), counting the times another
+ * worker had it. */
 void lock(Worker *w, Stripe &st);
 /* Takes what a lease holds (its return into out) and ends it. */
 void end(Worker *w, Lease *l, Outbox *out);

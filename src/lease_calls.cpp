@@ -25,19 +25,58 @@ Call *callOf(ngx_http_rl_group_t *g) {
                                     offsetof(Call, group));
 }
 
+/* Spare blocks kept beyond what an outbox takes: calls come back as
+ * their replies arrive. */
+constexpr ngx_uint_t kMaxSpare = 4 * Outbox::kSize;
+/* a first block size: a group of 4 rules with long keys and specs */
+constexpr size_t kFirstBlockRules = 4;
+constexpr size_t kFirstBlockText = 256;
+
+size_t callBytes(size_t n, size_t bytes) {
+    return sizeof(Call) +
+           n * (2 * sizeof(ngx_str_t) + sizeof(ngx_str_t *) +
+                sizeof(uint64_t) + sizeof(int64_t)) +
+           bytes;
+}
+
+/* A block of `size` bytes for a call, from the spare ones (under a
+ * stripe's lock: no allocation); only a call larger than any block
+ * reserved so far (a group of more rules, or longer keys and specs,
+ * than the first guess) is allocated here, and the blocks reserved
+ * from then on are as large. */
+Call *takeBlock(Worker *w, size_t size) {
+    for (ngx_queue_t *q = ngx_queue_head(&w->spare);
+         q != ngx_queue_sentinel(&w->spare); q = ngx_queue_next(q)) {
+        Call *c = ngx_queue_data(q, Call, queue);
+        if (c->bytes >= size) {
+            ngx_queue_remove(q);
+            w->nspare--;
+            return c;
+        }
+    }
+    if (size > w->blockBytes) {
+        w->blockBytes = size;
+        w->grew = true;
+    }
+    auto *c = static_cast<Call *>(ngx_alloc(w->blockBytes, w->log));
+    if (c != nullptr) {
+        c->bytes = w->blockBytes;
+    }
+    return c;
+}
+
 /* A call of n rules whose keys, specs and entry key take `bytes`: its
- * arrays and bytes in the same block. */
+ * arrays and bytes in the same block (made under a stripe's lock: no
+ * allocation, no timer). */
 Call *makeCall(Worker *w, Kind kind, ngx_http_rl_zone_t *zone, size_t n,
                size_t bytes) {
-    size_t size = sizeof(Call) +
-                  n * (2 * sizeof(ngx_str_t) + sizeof(ngx_str_t *) +
-                       sizeof(uint64_t) + sizeof(int64_t)) +
-                  bytes;
-    auto *c = static_cast<Call *>(ngx_alloc(size, w->log));
+    Call *c = takeBlock(w, callBytes(n, bytes));
     if (c == nullptr) {
         return nullptr;
     }
+    size_t block = c->bytes;
     ngx_memzero(c, sizeof(Call));
+    c->bytes = block;
     auto *keys = reinterpret_cast<ngx_str_t *>(c + 1);
     auto *specs = keys + n;
     auto **specRefs = reinterpret_cast<ngx_str_t **>(specs + n);
@@ -56,9 +95,6 @@ Call *makeCall(Worker *w, Kind kind, ngx_http_rl_zone_t *zone, size_t n,
     c->group.costs = costs;
     c->group.sent_us = monotonicUs();
     ngx_queue_insert_tail(&w->calls, &c->queue);
-    if (!w->hold.timer_set && !w->exiting) {
-        ngx_add_timer(&w->hold, w->holdMs);
-    }
     return c;
 }
 
@@ -176,9 +212,41 @@ Call *grantOf(Worker *w, const Lease *l, const ngx_str_t &id, uint32_t hash,
     return c;
 }
 
+void reserve(Worker *w) {
+    if (w->grew) {
+        /* blocks of before a larger call was seen: let go */
+        w->grew = false;
+        ngx_queue_t *q = ngx_queue_head(&w->spare);
+        while (q != ngx_queue_sentinel(&w->spare)) {
+            ngx_queue_t *next = ngx_queue_next(q);
+            Call *c = ngx_queue_data(q, Call, queue);
+            if (c->bytes < w->blockBytes) {
+                ngx_queue_remove(q);
+                w->nspare--;
+                ngx_free(c);
+            }
+            q = next;
+        }
+    }
+    while (w->nspare < Outbox::kSize) {
+        auto *c = static_cast<Call *>(ngx_alloc(w->blockBytes, w->log));
+        if (c == nullptr) {
+            return;     /* a call that finds no block is not made */
+        }
+        c->bytes = w->blockBytes;
+        ngx_queue_insert_tail(&w->spare, &c->queue);
+        w->nspare++;
+    }
+}
+
 void freeCall(Worker *w, Call *c) {
     ngx_queue_remove(&c->queue);
-    ngx_free(c);
+    if (c->bytes >= w->blockBytes && w->nspare < kMaxSpare) {
+        ngx_queue_insert_head(&w->spare, &c->queue);
+        w->nspare++;
+    } else {
+        ngx_free(c);
+    }
     if (ngx_queue_empty(&w->calls)) {
         stopTimer(&w->hold);
     }
@@ -211,6 +279,10 @@ void send(Worker *w, Outbox *out) {
         }
     }
     out->n = 0;
+    /* a worker that exits waits for the replies of the calls out */
+    if (!ngx_queue_empty(&w->calls) && !w->hold.timer_set && !w->exiting) {
+        ngx_add_timer(&w->hold, w->holdMs);
+    }
 }
 
 void sweepBy(Worker *w, int64_t at) {
@@ -297,15 +369,24 @@ ngx_int_t ngx_http_rl_leases_init(ngx_cycle_t *cycle,
     w->generation = w->sh->generation;
     w->log = cycle->log;
     ngx_queue_init(&w->calls);
+    ngx_queue_init(&w->spare);
     rl::initTimer(&w->sweep, rl::lease::onSweep, w, cycle->log);
     rl::initTimer(&w->hold, rl::lease::onHold, w, cycle->log);
     w->hold.cancelable = 0;
     auto **zones = static_cast<ngx_http_rl_zone_t **>(rmcf->zones.elts);
+    size_t prefix = 0;
     for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
         if (zones[i]->lease > 0 && zones[i]->timeout > w->holdMs) {
             w->holdMs = zones[i]->timeout;
         }
+        if (zones[i]->lease > 0 && zones[i]->prefix.len > prefix) {
+            prefix = zones[i]->prefix.len;
+        }
     }
+    w->blockBytes = rl::lease::callBytes(
+        rl::lease::kFirstBlockRules,
+        rl::lease::kFirstBlockRules *
+            (prefix + RL_STATE_KEY_MAX + rl::lease::kFirstBlockText));
     rmcf->lease_worker = w;
     /* what an exited worker of this generation left (a crash): at its
      * end, like any other */
@@ -339,6 +420,11 @@ void ngx_http_rl_leases_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
     while (!ngx_queue_empty(&w->calls)) {
         ngx_queue_t *q = ngx_queue_head(&w->calls);
         rl::lease::freeCall(w, ngx_queue_data(q, rl::lease::Call, queue));
+    }
+    while (!ngx_queue_empty(&w->spare)) {
+        ngx_queue_t *q = ngx_queue_head(&w->spare);
+        ngx_queue_remove(q);
+        ngx_free(ngx_queue_data(q, rl::lease::Call, queue));
     }
     rmcf->lease_worker = nullptr;
 }

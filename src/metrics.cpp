@@ -418,7 +418,7 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
     size_t size = 4096 + line * ((NGX_HTTP_RL_OUTCOMES +
                                   NGX_HTTP_RL_USAGE_BUCKETS + 2 + 4) *
                                      rmcf->rules.nelts +
-                                 (NGX_HTTP_RL_LATENCY_BUCKETS + 11) * nz);
+                                 (NGX_HTTP_RL_LATENCY_BUCKETS + 15) * nz);
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
     if (b == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -445,6 +445,14 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
                     "Requests decided in this instance's memory "
                     "(failure=local) while Redis could not answer.",
                     offsetof(ngx_http_rl_zone_stats_t, local));
+        p = perZone(p, zones, nz, "rl_store_errors_total", "counter",
+                    "Error replies from Redis to the zone's calls (but "
+                    "NOSCRIPT, MOVED and ASK, which the module follows).",
+                    offsetof(ngx_http_rl_zone_stats_t, errors));
+        p = perZone(p, zones, nz, "rl_store_evictions_total", "counter",
+                    "States that still limited a key, forgotten to make "
+                    "room in the zone's shared memory.",
+                    offsetof(ngx_http_rl_zone_stats_t, evictions));
         p = leaseUnits(p, zones, nz);
         p = gateway(p, rmcf);
     }

@@ -53,6 +53,7 @@
  * which keep this many bytes of each */
 #define NGX_HTTP_RL_MAX_NAME            120
 #define NGX_HTTP_RL_MAX_COST            1000000
+#define NGX_HTTP_RL_MAX_PREFIX          64
 #define NGX_HTTP_RL_MAX_LOG             100000
 /* concurrency=: at most this many slots per key (shared memory keeps
  * 16 bytes a slot), hold= from 1 s to a day */
@@ -81,6 +82,10 @@ typedef struct {
     /* the requests its rules decided, by the outcome they had in it
      * (the operator API's "requests" of a zone) */
     ngx_atomic_t                outcomes[NGX_HTTP_RL_OUTCOMES];
+    ngx_atomic_t                evictions;  /* states that still limited
+                                               a key, forgotten for room
+                                               (the embedded store) */
+    ngx_atomic_t                errors;     /* error replies from Redis */
 } ngx_http_rl_zone_stats_t;
 
 /* rl_charges_total results, per rule with charge= */
@@ -159,7 +164,6 @@ typedef struct {
     size_t                      size;
     void                       *sh;         /* its shared tree and queue */
     ngx_slab_pool_t            *shpool;
-    ngx_uint_t                  full;       /* this worker logged it */
     u_char                     *file;       /* first reference */
     ngx_uint_t                  line;
 } ngx_http_rl_zone_t;
@@ -395,6 +399,14 @@ ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *zone,
     rl_outcome_t *out) RL_NOEXCEPT;
 ngx_uint_t ngx_http_rl_shm_forget(ngx_http_rl_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *value) RL_NOEXCEPT;
+/* an embedded (or failure=local) zone's memory: its size and the bytes
+ * not free (pages in use), read under its lock; 0 and 0 for none */
+void ngx_http_rl_shm_usage(ngx_http_rl_zone_t *zone, size_t *used,
+    size_t *size) RL_NOEXCEPT;
+/* postconfiguration: warns of a size= that holds fewer than 1000 states
+ * of one of its rules */
+void ngx_http_rl_shm_check(ngx_conf_t *cf, ngx_http_rl_main_conf_t *rmcf)
+    RL_NOEXCEPT;
 /* a concurrency rule's slot (key: its state key less the prefix) is
  * released, or renewed (renew) */
 void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *zone,

@@ -387,9 +387,10 @@ static char *
 ngx_http_rl_zone_prefix(ngx_conf_t *cf, ngx_http_rl_zone_t *z,
     ngx_str_t *value, ngx_str_t *arg, void *field)
 {
-    if (arg->len > 64) {
+    if (arg->len > NGX_HTTP_RL_MAX_PREFIX) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "prefix \"%V\" is longer than 64 bytes", arg);
+                           "prefix \"%V\" is longer than %d bytes", arg,
+                           NGX_HTTP_RL_MAX_PREFIX);
         return NGX_CONF_ERROR;
     }
 
@@ -720,13 +721,14 @@ ngx_http_rl_zone_embedded(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
         z->size = NGX_HTTP_RL_DEFAULT_SIZE;
     }
 
-    name.len = sizeof("rl_zone:") - 1 + z->name.len;
+    /* its layout's version (src/shm_store.cpp Shared, Node) */
+    name.len = sizeof("rl_zone_2:") - 1 + z->name.len;
     name.data = ngx_pnalloc(cf->pool, name.len);
     if (name.data == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    ngx_sprintf(name.data, "rl_zone:%V", &z->name);
+    ngx_sprintf(name.data, "rl_zone_2:%V", &z->name);
 
     z->shm_zone = ngx_shared_memory_add(cf, &name, z->size,
                                         &ngx_http_rl_module);

@@ -500,8 +500,9 @@ ngx_http_rl_init(ngx_conf_t *cf)
     ngx_str_t                   name = ngx_string("rl_metrics_4");
     /* named with their layout's version (src/deny_cache.cpp Shared,
      * src/metrics.cpp Entry and the stats in ngx_http_rl.h,
-     * src/lease.hpp): a reload onto a build of another layout makes a
-     * new zone */
+     * src/lease.hpp; the embedded store's, src/shm_store.cpp, in
+     * ngx_http_rl_zone_embedded()): a reload onto a build of another
+     * layout makes a new zone */
     ngx_str_t                   deny = ngx_string("rl_deny_cache_3");
     ngx_str_t                   leases = ngx_string("rl_leases_1");
     ngx_str_t                   top = ngx_string("rl_top_1");
@@ -570,6 +571,7 @@ ngx_http_rl_init(ngx_conf_t *cf)
         rmcf->top->init = ngx_http_rl_top_init_zone;
         rmcf->top->data = rmcf;
     }
+    ngx_http_rl_shm_check(cf, rmcf);
 
     /* the http block's resolver: names of redis=, cluster= and
      * sentinel= are looked up again through it at each connect (where

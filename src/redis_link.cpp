@@ -11,8 +11,11 @@
  * request timed out with no reply since is "stalled": new requests get
  * the failure policy at once; a reply clears it, and if none comes
  * within connect_timeout the connection is dropped and made again.
- * Incidents are logged once, when the link goes down, and once when it
- * is back.
+ * A server that answers but refuses every call (OOM, READONLY, BUSY...:
+ * src/core/reply_error.hpp) is "refused": an incident too, requests get
+ * the failure policy at once, and a probe that writes, once a second,
+ * ends it. Incidents are logged once, when the link goes down, and once
+ * when it is back.
  *
  * Where a link connects to, its locator says (locator.hpp), each time
  * it connects: a fixed address, a name looked up again, the master
@@ -31,6 +34,7 @@
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/reply.hpp"
+#include "core/reply_error.hpp"
 #include "core/script.hpp"
 
 namespace rl {
@@ -518,12 +522,17 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     stalled_ = false;
     readyAt_ = ngx_current_msec;
     backoff_ = kFirstBackoff;
-    setUp(true);
-    recovered();
+    if (refused_) {
+        probe();    /* connected again: does it serve now? */
+    } else {
+        setUp(true);
+        recovered();
+    }
     locator_->ready(this);
 }
 
 void Link::recovered() {
+    refused_ = false;
     if (down_) {
         down_ = false;
         setUp(true);    /* a reply after a timeout: no reconnect says so */
@@ -536,17 +545,43 @@ void Link::recovered() {
 }
 
 /* Whether Redis answers within the zone's timeout (after a late reply,
- * with no request to tell) */
+ * with no request to tell): a PING; or, while it refuses calls, whether
+ * it serves again: a call of the script that writes, on a key of its own
+ * (core/script.hpp probeKey; in a cluster, on the slot refused). */
 void Link::probe() {
     if (probing_ || ac_ == nullptr) {
         return;
     }
-    const char *argv[1] = {"PING"};
-    size_t len[1] = {4};
     probing_ = true;
+    probeWrites_ = refused_;
     probeSentUs_ = monotonicUs();
-    if (!command(onProbe, 1, argv, len)) {
+    bool sent;
+    if (refused_) {
+        char key[NGX_HTTP_RL_MAX_PREFIX + kProbeKeyExtra];
+        std::string_view head = probeHead();
+        std::string_view spec = probeSpec();
+        const char *argv[6] = {"EVALSHA", rl_script_sha(), "1", key,
+                               head.data(), spec.data()};
+        size_t len[6] = {7, RL_SHA_LEN, 1,
+                         probeKey(key, {reinterpret_cast<char *>(
+                                            zone_->prefix.data),
+                                        zone_->prefix.len},
+                                  cluster_ != nullptr ? refusedSlot_ : -1),
+                         head.size(), spec.size()};
+        sent = command(onProbe, 6, argv, len);
+    } else {
+        const char *argv[1] = {"PING"};
+        size_t len[1] = {4};
+        sent = command(onProbe, 1, argv, len);
+    }
+    if (!sent) {
         probing_ = false;
+    }
+}
+
+void Link::probeLater() {
+    if (!probeTimer_.timer_set && !exiting_) {
+        ngx_add_timer(&probeTimer_, kProbeInterval);
     }
 }
 
@@ -555,6 +590,24 @@ void Link::probed(const redisAsyncContext *ac, const redisReply *reply) {
         return;
     }
     probing_ = false;
+    if (refused_) {
+        if (reply == nullptr) {
+            return;     /* the connection went: connecting again probes */
+        }
+        if (!probeWrites_) {
+            probeLater();   /* a PING of before: the write probe next */
+        } else if (reply->type == REDIS_REPLY_ERROR &&
+                   classifyError({reply->str, reply->len}) ==
+                       ReplyError::Refused) {
+            refuse(reply);
+        } else {
+            /* served (or a reply that only a serving server gives:
+             * NOSCRIPT, MOVED, a key of another type) */
+            evalNext_ = evalNext_ || isNoScript(reply);
+            recovered();
+        }
+        return;
+    }
     if (reply != nullptr && reply->type != REDIS_REPLY_ERROR &&
         monotonicUs() - probeSentUs_ <=
             static_cast<int64_t>(zone_->timeout) * 1000)
@@ -564,8 +617,8 @@ void Link::probed(const redisAsyncContext *ac, const redisReply *reply) {
     }
     /* still slow: ask again in a second, so a zone without traffic (or
      * whose requests the deny cache answers) still sees Redis recover */
-    if (reply != nullptr && down_ && !probeTimer_.timer_set && !exiting_) {
-        ngx_add_timer(&probeTimer_, kProbeInterval);
+    if (reply != nullptr && down_) {
+        probeLater();
     }
 }
 
@@ -639,6 +692,7 @@ Call *Link::refund(ngx_http_rl_group_t *group, int argc, const char **argv,
 
 void Link::refunded(Call *call, const redisReply *reply) {
     ngx_http_rl_group_t *group = call->group;
+    ngx_uint_t slot = call->slot;
     release(call);
     if (reply == nullptr) {
         lost_ = true;
@@ -668,17 +722,16 @@ void Link::refunded(Call *call, const redisReply *reply) {
         return;
     }
     bool failed = reply == nullptr || reply->type == REDIS_REPLY_ERROR;
-    if (failed && reply != nullptr && !noScript && !replyErrors_) {
-        replyErrors_ = true;
-        ngx_log_error(NGX_LOG_ERR, log_, 0,
-                      "%V: redis %V replied to a refund: %s",
-                      &label_, &server_.addr, reply->str);
-    }
+    bool refused = failed && reply != nullptr &&
+                   errorReplied(reply, "replied to a refund", slot);
     if (group != nullptr) {
         group->call = nullptr;
         ngx_http_rl_refund_done(group, noScript ? NGX_HTTP_RL_RETRY_EVAL
                                        : failed ? NGX_HTTP_RL_REFUND_FAILED
                                                 : NGX_HTTP_RL_RETRY_NONE);
+    }
+    if (refused) {
+        refuse(reply);
     }
 }
 
@@ -714,22 +767,41 @@ void Link::flush() {
     if (locating_) {
         return;     /* they leave once the server is located */
     }
-    while (!queue_.empty()) {
-        if (cluster_ == nullptr) {
+    if (cluster_ == nullptr) {
+        while (!queue_.empty()) {
             sendBatch(queue_.take(), false);
-        } else {
-            Call *first = queue_.takeSlot();
-            sendBatch(first, first->asking);
         }
-    }
-    for (int k = 0; k < 3; k++) {
-        CallQueue &q = ownCalls_[k];
-        while (!q.empty()) {
-            sendBatch(cluster_ == nullptr ? q.take() : q.takeSlot(), false,
-                      static_cast<CallKind>(k + 1));
+        for (int k = 0; k < 3; k++) {
+            while (!ownCalls_[k].empty()) {
+                sendBatch(ownCalls_[k].take(), false,
+                          static_cast<CallKind>(k + 1));
+            }
+        }
+    } else {
+        sendBySlot(&queue_, CallKind::Decide);
+        for (int k = 0; k < 3; k++) {
+            sendBySlot(&ownCalls_[k], static_cast<CallKind>(k + 1));
         }
     }
     evalNext_ = false;
+}
+
+/* A cluster's calls: a batch per slot, within the limits (out of
+ * memory: a call per batch, as valid). */
+void Link::sendBySlot(CallQueue *q, CallKind kind) {
+    bool own = kind != CallKind::Decide;
+    if (!buckets_.fill(q, log_)) {
+        for (Call *c = q->takeAll(); c != nullptr;) {
+            Call *next = c->next;
+            c->next = nullptr;
+            sendBatch(c, !own && c->asking, kind);
+            c = next;
+        }
+        return;
+    }
+    while (Call *first = buckets_.next()) {
+        sendBatch(first, !own && first->asking, kind);
+    }
 }
 
 void Link::sendBatch(Call *first, bool asking, CallKind kind) {
@@ -793,16 +865,14 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
     bool redirect = cluster_ != nullptr && reply != nullptr &&
                     reply->type == REDIS_REPLY_ERROR &&
                     parseRedirect({reply->str, reply->len}, &to);
+    bool refused = false;
     if (redirect && !to.ask) {
         cluster_->moved(to, this);
         retry = NGX_HTTP_RL_RETRY_MOVED;
-    } else if (failed && !redirect && reply != nullptr &&
-               retry != NGX_HTTP_RL_RETRY_EVAL && !isReadOnly(reply) &&
-               !replyErrors_) {
-        replyErrors_ = true;
-        ngx_log_error(NGX_LOG_ERR, log_, 0,
-                      "%V: redis %V replied to refunds: %s",
-                      &label_, &server_.addr, reply->str);
+    } else if (failed && !redirect && reply != nullptr) {
+        refused = errorReplied(reply, "replied to refunds",
+                               batch->first != nullptr ? batch->first->slot
+                                                       : 0);
     }
     settle(batch, [&](ngx_http_rl_group_t *group) {
         int r = retry;
@@ -814,8 +884,8 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
         }
         ngx_http_rl_refund_done(group, r);
     });
-    if (isReadOnly(reply)) {
-        readOnly(reply);
+    if (refused) {
+        refuse(reply);
     }
 }
 
@@ -852,6 +922,9 @@ const char *replyType(int type) {
 }  // namespace
 
 void Link::replied(Batch *batch, redisReply *reply) {
+    bool refusal = reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
+                   classifyError({reply->str, reply->len}) ==
+                       ReplyError::Refused;
     if (reply == nullptr) {
         lost_ = true;
     } else if (ready_) {
@@ -859,12 +932,15 @@ void Link::replied(Batch *batch, redisReply *reply) {
         stopTimer(&deadline_);
         /* a reply in time closes an incident; a late one (every request
          * of the batch got the policy already) only lets requests go
-         * again, and a PING says whether Redis answers in time now */
+         * again, and a PING says whether Redis answers in time now; a
+         * refusal says it answers, not that it serves */
         bool live = false;
         for (Call *c = batch->first; c != nullptr && !live; c = c->next) {
             live = c->group != nullptr;
         }
-        if (live) {
+        if (refusal) {
+            /* refuse(), once the calls are answered */
+        } else if (live) {
             recovered();
         } else if (down_) {
             probe();
@@ -878,7 +954,6 @@ void Link::replied(Batch *batch, redisReply *reply) {
     }
 
     bool noScript = isNoScript(reply);
-    bool readonly = isReadOnly(reply);
     /* Anything but an error or Redis' clock, each call's part and the
      * overrides' trailer is no reply of the script's: its requests get
      * the failure policy. */
@@ -889,12 +964,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
         rules += c->rules;
     }
     if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) {
-        if (!noScript && !readonly && !replyErrors_) {
-            replyErrors_ = true;
-            ngx_log_error(NGX_LOG_ERR, log_, 0,
-                          "%V: redis %V replied: %s",
-                          &label_, &server_.addr, reply->str);
-        }
+        refusal = errorReplied(reply, "replied", batch->first->slot);
     } else if (reply != nullptr) {
         if (reply->type != REDIS_REPLY_STRING || reply->len < want ||
             clock <= 0 ||
@@ -952,42 +1022,76 @@ void Link::replied(Batch *batch, redisReply *reply) {
         }
         c = next;
     }
-    if (readonly) {
-        readOnly(reply);
+    if (refusal) {
+        refuse(reply);
     }
 }
 
-/* A master turned replica (a failover the link heard nothing of): where
- * the server can move, it is located again. A fixed server's READONLY
- * is a reply error as any other. */
-bool Link::isReadOnly(const redisReply *reply) const {
-    return reply != nullptr && reply->type == REDIS_REPLY_ERROR &&
-           cluster_ == nullptr && locator_->follows() &&
-           ngx_strncmp(reply->str, "READONLY", 8) == 0;
+bool Link::errorReplied(const redisReply *reply, const char *what,
+                       ngx_uint_t slot) {
+    std::string_view text(reply->str != nullptr ? reply->str : "",
+                          reply->str != nullptr ? reply->len : 0);
+    ReplyError kind = classifyError(text);
+    if (kind == ReplyError::NoScript || kind == ReplyError::Redirect) {
+        return false;
+    }
+    eachStats([](ngx_http_rl_zone_stats_t *s) {
+        (void) ngx_atomic_fetch_add(&s->errors, 1);
+    });
+    if (kind == ReplyError::Refused) {
+        refusedSlot_ = static_cast<int>(slot);
+        return true;
+    }
+    /* a key someone wrote with another type fails every call of it, and
+     * of its batch: a line a minute at most, not one a request */
+    if (callErrorAt_ == 0 || ngx_current_msec - callErrorAt_ >= 60000) {
+        callErrorAt_ = ngx_current_msec | 1;
+        std::string_view line = errorSummary(text);
+        ngx_log_error(NGX_LOG_ERR, log_, 0,
+                      "%V: redis %V %s: %*s (its requests get the failure "
+                      "policy; such lines at most once a minute)",
+                      &label_, &server_.addr, what, line.size(),
+                      line.data());
+    }
+    return false;
 }
 
-void Link::readOnly(const redisReply *reply) {
-    if (ac_ == nullptr) {
+void Link::refuse(const redisReply *reply) {
+    if (exiting_ || retired_) {
         return;
     }
-    fail("not the master", reply->str);
-    locator_->refused(this);
-    drop();
-    schedule();
+    std::string_view text(reply->str, reply->len);
+    refused_ = true;
+    char detail[200];
+    std::string_view line = errorSummary(text, sizeof(detail) - 1);
+    ngx_memcpy(detail, line.data(), line.size());
+    detail[line.size()] = '\0';
+    bool readonly = text.substr(0, 8) == "READONLY";
+    fail(readonly ? "not the master" : "error reply", detail);
+    if (cluster_ != nullptr && text.substr(0, 11) == "CLUSTERDOWN") {
+        cluster_->doubt();  /* the map may say where the slots are now */
+    }
+    if (refusalReconnects(text) && ac_ != nullptr) {
+        if (readonly) {
+            locator_->refused(this);    /* a sentinel's stale answer */
+        }
+        drop();
+        schedule();
+        return;
+    }
+    probeLater();
 }
 
 /* In a cluster, a batch's slot moved (MOVED: the map says so from now),
  * or is moving (ASK: its keys are on the target, which takes the batch
  * once after ASKING): each call still wanted goes there, in time left
- * of its zone's timeout, a few times at most. Other errors (CLUSTERDOWN,
- * TRYAGAIN while a slot's keys are split between two nodes) get the
- * failure policy, and have the map asked again. */
+ * of its zone's timeout, a few times at most. Other errors get the
+ * failure policy (TRYAGAIN while a slot's keys are split between two
+ * nodes: that slot's calls; CLUSTERDOWN: an incident of the node, and
+ * the map asked again). */
 bool Link::redirected(Batch *batch, const redisReply *reply) {
     Redirect to;
     if (!parseRedirect({reply->str, reply->len}, &to)) {
-        if (ngx_strncmp(reply->str, "CLUSTERDOWN", 11) == 0) {
-            cluster_->doubt();
-        }
         return false;
     }
     settle(batch, [&](ngx_http_rl_group_t *group) {
@@ -1077,6 +1181,7 @@ void Link::drop() {
 
 void Link::retire() {
     retired_ = true;
+    refused_ = false;
     if (locating_) {
         locating_ = false;
         locator_->cancel();

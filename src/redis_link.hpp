@@ -66,7 +66,7 @@ public:
      * open: the first reply in time closes it (one incident, not one per
      * late reply). */
     bool usable() const {
-        return (ac_ != nullptr || locating_) && !stalled_ &&
+        return (ac_ != nullptr || locating_) && !stalled_ && !refused_ &&
                (ready_ || !down_);
     }
     /* handshake done, no incident open */
@@ -167,6 +167,7 @@ private:
     Call *take(ngx_http_rl_group_t *group);
     void sendBatch(Call *first, bool asking,
                    CallKind kind = CallKind::Decide);
+    void sendBySlot(CallQueue *q, CallKind kind);
     bool ownedEmpty() const {
         return ownCalls_[0].empty() && ownCalls_[1].empty() &&
                ownCalls_[2].empty();
@@ -194,9 +195,20 @@ private:
     }
     /* a MOVED or ASK reply to a batch: its calls go where it says */
     bool redirected(Batch *batch, const redisReply *reply);
-    /* READONLY: the server is a replica now; it is located again */
-    bool isReadOnly(const redisReply *reply) const;
-    void readOnly(const redisReply *reply);
+    /* An error reply to a call of the slot (its calls get the failure
+     * policy): counted; the server refusing every call
+     * (src/core/reply_error.hpp) is an incident (refuse(), after the
+     * calls are answered: true); a call's own error is logged, at most
+     * once a minute. NOSCRIPT, MOVED and ASK are followed, not
+     * errors. */
+    bool errorReplied(const redisReply *reply, const char *what,
+                      ngx_uint_t slot);
+    /* The incident: requests get the failure policy at once; a probe
+     * that writes (core/script.hpp probeKey) ends it once the server
+     * serves; READONLY and NOAUTH connect again first (the locator
+     * asked again: a replica's address may lead to the master now). */
+    void refuse(const redisReply *reply);
+    void probeLater();
 
     ngx_http_rl_zone_t *zone_;
     ngx_http_rl_zone_t **zones_;
@@ -216,6 +228,7 @@ private:
     CallQueue queue_;
     CallQueue ownCalls_[3];     /* the worker's own calls, queued: refunds,
                                  * renewals, charges (CallKind - 1) */
+    SlotBuckets buckets_;       /* a cluster's flush, by slot */
     BatchCommand command_;
     Call *free_ = nullptr;
     Batch *freeBatches_ = nullptr;
@@ -224,7 +237,8 @@ private:
     bool stalled_ = false;
     bool down_ = false;         /* an incident is open (and was logged) */
     bool up_ = false;           /* as rl_store_up last said */
-    bool replyErrors_ = false;  /* a bad reply logged, none good since */
+    bool replyErrors_ = false;  /* no reply of the script's logged,
+                                   none good since */
     bool nameRefused_ = false;  /* CLIENT SETNAME refused, logged */
     bool exiting_ = false;
     bool retired_ = false;
@@ -233,9 +247,14 @@ private:
     bool roleRefused_ = false;  /* ROLE refused (an ACL), logged */
     bool lost_ = false;         /* a call died with its connection */
     bool probing_ = false;      /* a PING is out (probe()) */
+    bool probeWrites_ = false;  /* it is the probe that writes */
+    bool refused_ = false;      /* the server refuses every call: an
+                                   incident until a probe passes */
+    int refusedSlot_ = -1;      /* in a cluster: the probe's slot */
     bool asking_ = false;       /* CLUSTER SLOTS is out */
     int64_t probeSentUs_ = 0;
     ngx_msec_t readyAt_ = 0;    /* when the script was loaded */
+    ngx_msec_t callErrorAt_ = 0;    /* a call's error logged then */
     ngx_uint_t attempts_ = 0;
 };
 

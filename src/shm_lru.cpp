@@ -6,6 +6,48 @@
 #include "shm_lru.hpp"
 
 namespace rl {
+namespace {
+
+LruNode *lookup(ngx_rbtree_t *rbtree, const ngx_str_t &key, uint32_t hash) {
+    return reinterpret_cast<LruNode *>(ngx_str_rbtree_lookup(
+        rbtree, const_cast<ngx_str_t *>(&key), hash));
+}
+
+/* in the tree, its key copied to text; the most recent of queue */
+void link(ngx_rbtree_t *rbtree, ngx_queue_t *queue, LruNode *n,
+          const ngx_str_t &key, u_char *text, uint32_t hash) {
+    ngx_memcpy(text, key.data, key.len);
+    n->sn.str.len = key.len;
+    n->sn.str.data = text;
+    n->sn.node.key = hash;
+    ngx_rbtree_insert(rbtree, &n->sn.node);
+    ngx_queue_insert_head(queue, &n->queue);
+}
+
+/* the most recent of queue (a hot key's stays: no write to share) */
+void moveToHead(ngx_queue_t *queue, LruNode *n) {
+    if (ngx_queue_head(queue) != &n->queue) {
+        ngx_queue_remove(&n->queue);
+        ngx_queue_insert_head(queue, &n->queue);
+    }
+}
+
+LruNode *last(ngx_queue_t *queue) {
+    if (ngx_queue_empty(queue)) {
+        return nullptr;
+    }
+    return ngx_queue_data(ngx_queue_last(queue), LruNode, queue);
+}
+
+LruNode *before(ngx_queue_t *queue, LruNode *n) {
+    ngx_queue_t *q = ngx_queue_prev(&n->queue);
+    if (q == ngx_queue_sentinel(queue)) {
+        return nullptr;
+    }
+    return ngx_queue_data(q, LruNode, queue);
+}
+
+}  // namespace
 
 void LruIndex::init() {
     ngx_rbtree_init(&rbtree_, &sentinel_, ngx_str_rbtree_insert_value);
@@ -13,8 +55,7 @@ void LruIndex::init() {
 }
 
 LruNode *LruIndex::find(const ngx_str_t &key, uint32_t hash, bool touch) {
-    auto *n = reinterpret_cast<LruNode *>(ngx_str_rbtree_lookup(
-        &rbtree_, const_cast<ngx_str_t *>(&key), hash));
+    LruNode *n = lookup(&rbtree_, key, hash);
     if (n != nullptr && touch) {
         this->touch(n);
     }
@@ -23,20 +64,11 @@ LruNode *LruIndex::find(const ngx_str_t &key, uint32_t hash, bool touch) {
 
 void LruIndex::add(LruNode *n, const ngx_str_t &key, u_char *text,
                    uint32_t hash) {
-    ngx_memcpy(text, key.data, key.len);
-    n->sn.str.len = key.len;
-    n->sn.str.data = text;
-    n->sn.node.key = hash;
-    ngx_rbtree_insert(&rbtree_, &n->sn.node);
-    ngx_queue_insert_head(&queue_, &n->queue);
+    link(&rbtree_, &queue_, n, key, text, hash);
 }
 
 void LruIndex::touch(LruNode *n) {
-    if (ngx_queue_head(&queue_) == &n->queue) {
-        return;     /* a hot key's: no write to share between workers */
-    }
-    ngx_queue_remove(&n->queue);
-    ngx_queue_insert_head(&queue_, &n->queue);
+    moveToHead(&queue_, n);
 }
 
 void LruIndex::remove(LruNode *n) {
@@ -45,10 +77,55 @@ void LruIndex::remove(LruNode *n) {
 }
 
 LruNode *LruIndex::oldest() {
-    if (ngx_queue_empty(&queue_)) {
-        return nullptr;
+    return last(&queue_);
+}
+
+void LruQueues::init() {
+    ngx_rbtree_init(&rbtree_, &sentinel_, ngx_str_rbtree_insert_value);
+    for (ngx_uint_t q = 0; q < kQueues; q++) {
+        ngx_queue_init(&queues_[q]);
+        sweep_[q] = nullptr;
     }
-    return ngx_queue_data(ngx_queue_last(&queue_), LruNode, queue);
+}
+
+LruNode *LruQueues::find(const ngx_str_t &key, uint32_t hash) {
+    return lookup(&rbtree_, key, hash);
+}
+
+void LruQueues::add(LruNode *n, const ngx_str_t &key, u_char *text,
+                    uint32_t hash, ngx_uint_t q) {
+    link(&rbtree_, &queues_[q], n, key, text, hash);
+}
+
+void LruQueues::touch(LruNode *n, ngx_uint_t q) {
+    if (sweep_[q] == n) {
+        sweep_[q] = newer(n, q);
+    }
+    moveToHead(&queues_[q], n);
+}
+
+void LruQueues::remove(LruNode *n, ngx_uint_t q) {
+    if (sweep_[q] == n) {
+        sweep_[q] = newer(n, q);
+    }
+    ngx_queue_remove(&n->queue);
+    ngx_rbtree_delete(&rbtree_, &n->sn.node);
+}
+
+LruNode *LruQueues::oldest(ngx_uint_t q) {
+    return last(&queues_[q]);
+}
+
+LruNode *LruQueues::newer(LruNode *n, ngx_uint_t q) {
+    return before(&queues_[q], n);
+}
+
+LruNode *LruQueues::sweepNext(ngx_uint_t q) {
+    LruNode *n = sweep_[q] != nullptr ? sweep_[q] : oldest(q);
+    if (n != nullptr) {
+        sweep_[q] = newer(n, q);
+    }
+    return n;
 }
 
 }  // namespace rl

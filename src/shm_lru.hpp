@@ -1,6 +1,6 @@
 /* A keyed table in shared memory, in least-recently-used order: what the
  * embedded store (shm_store.cpp), the deny cache (deny_cache.cpp) and the
- * lease table (lease_table.cpp) each keep. An entry starts with an
+ * lease table (lease.cpp) each keep. An entry starts with an
  * LruNode; its key text lives in the same slab block, after the fields
  * of its owner (keyAfter()). The index is plain data in shared memory,
  * set up once by init(); the caller holds the lock that guards it.
@@ -61,6 +61,39 @@ private:
     ngx_rbtree_t        rbtree_;
     ngx_rbtree_node_t   sentinel_;
     ngx_queue_t         queue_;
+};
+
+/* The same, with its entries in one of kQueues queues, by the size of
+ * their slab block (the embedded store: a full zone makes room for a
+ * new entry from the entries whose memory it can take, which are at the
+ * cold end of its own queue, not among thousands of smaller ones), and
+ * a sweep's place in each queue. */
+class LruQueues {
+public:
+    static constexpr ngx_uint_t kQueues = 10;
+
+    void init();
+
+    bool empty(ngx_uint_t q) const { return ngx_queue_empty(&queues_[q]); }
+    LruNode *find(const ngx_str_t &key, uint32_t hash);
+    void add(LruNode *n, const ngx_str_t &key, u_char *text, uint32_t hash,
+             ngx_uint_t q);
+    /* n in queue q: the most recently used of it */
+    void touch(LruNode *n, ngx_uint_t q);
+    void remove(LruNode *n, ngx_uint_t q);
+    LruNode *oldest(ngx_uint_t q);
+    /* the entry of q used next after n, NULL if n is the most recent */
+    LruNode *newer(LruNode *n, ngx_uint_t q);
+    /* The next entry of q a sweep looks at: going round the queue from
+     * its least recently used (the place kept across calls); NULL if q
+     * is empty. */
+    LruNode *sweepNext(ngx_uint_t q);
+
+private:
+    ngx_rbtree_t        rbtree_;
+    ngx_rbtree_node_t   sentinel_;
+    ngx_queue_t         queues_[kQueues];
+    LruNode            *sweep_[kQueues];
 };
 
 /* `size` bytes of the pool (its mutex held when `locked`), making room

@@ -2,11 +2,30 @@
  * shm_store.cpp: the embedded store. A zone without redis= keeps its
  * rules' state in nginx shared memory, shared by every worker of the
  * instance: a red-black tree of nodes keyed by the same text as the
- * Redis key (without the prefix), in a least-recently-used queue. Idle
- * nodes (whose state decides like a fresh one) are reclaimed as requests
- * pass; when memory runs out, the least recently used nodes go, as in
- * limit_req. The algorithms are the core's (src/core/algorithm.cpp), the
- * same ones the Lua scripts are tested against.
+ * Redis key (without the prefix), in a least-recently-used queue. The
+ * algorithms are the core's (src/core/algorithm.cpp), the same ones the
+ * Lua scripts are tested against.
+ *
+ * Memory: nodes are queued by the size of their slab block (nginx's
+ * slab pool serves chunks of a power of two, or whole pages: a chunk
+ * freed makes room for one of its size only). Nodes whose state is
+ * whole again (it decides as a fresh one would: nothing to remember)
+ * are reclaimed as requests pass, by a sweep that goes round the queues
+ * a few nodes a request. When the zone is full, a new node takes, in
+ * this order: the whole ones among the next kSweepOnFull the sweep
+ * looks at in its own queue (and the pages' queue, for a chunk); the
+ * whole ones among the kLookOnFull least recently used there whose
+ * memory it can take; then the least recently used of those that still
+ * limits a key: one at most (counted in rl_store_evictions_total,
+ * logged at most once a minute). Failing that, the request gets the
+ * zone's failure policy, and the states that limit keys stay. So a
+ * sliding_log of a large N (whole pages) never makes thousands of small
+ * states go, and a flood of new keys forgets at most one limited key
+ * for each.
+ *
+ * Time is CLOCK_MONOTONIC plus the wall clock's offset when the zone
+ * was made: windows align to the epoch as the wall clock stood then,
+ * and a step of the wall clock neither holds nor refills any key.
  */
 
 #include "ngx.hpp"
@@ -16,12 +35,18 @@
 #include "clock.hpp"
 #include "core/algorithm.hpp"
 #include "core/reply.hpp"
+#include "core/slab.hpp"
 #include "shm_lru.hpp"
 
 namespace {
 
 struct Shared {
-    rl::LruIndex        index;
+    rl::LruQueues       lru;        /* by slab block size */
+    ngx_uint_t          sweepQueue; /* the next the requests sweep */
+    int64_t             clockOffsetUs;  /* wall clock less monotonic */
+    ngx_atomic_t        evictLoggedAt;  /* s, monotonic; 0: never */
+    ngx_atomic_t        evictLogged;    /* the evictions then */
+    ngx_atomic_t        fullLoggedAt;
 };
 
 /* A node: the header, then `slots` int64 of sliding_log times, then the
@@ -33,17 +58,52 @@ struct Node {
     uint32_t            slots;
 };
 
-constexpr ngx_uint_t kExpirePerRequest = 2;
-/* When the zone is full: the least recently used nodes go, this many at
- * a time, until the new one fits (a sliding_log node of a large N takes
- * whole pages, which small nodes free only when all of a page's go), at
- * most kEvictMax in all */
-constexpr ngx_uint_t kEvictOnFull = 8;
-constexpr ngx_uint_t kEvictMax = 4096;
+/* what a locked section leaves to count and log once unlocked */
+struct Pressure {
+    ngx_uint_t          evicted = 0;    /* states that still limited */
+    size_t              noRoom = 0;     /* bytes of a state with none */
+};
+
+constexpr ngx_uint_t kQueues = rl::LruQueues::kQueues;
+constexpr ngx_uint_t kPagesQueue = kQueues - 1;
+constexpr ngx_uint_t kSweepPerRequest = 2;
+constexpr ngx_uint_t kSweepOnFull = 32;
+constexpr ngx_uint_t kLookOnFull = 64;
+constexpr int64_t kLogEverySeconds = 60;
+/* for nginx -t's estimate: a key value of 16 bytes (an IPv6 address) in
+ * the state key "{VALUE}:RULEID" */
+constexpr size_t kTypicalKey = 2 + 16 + 1 + RL_RULE_ID_LEN;
+constexpr size_t kFewStates = 1000;
 
 int64_t *logOf(Node *n) {
     return reinterpret_cast<int64_t *>(reinterpret_cast<u_char *>(n) +
                                        sizeof(Node));
+}
+
+size_t nodeBytes(size_t slots, size_t keyLen) {
+    return sizeof(Node) + slots * sizeof(int64_t) + keyLen;
+}
+
+/* The queue of a block: one per chunk size (8 bytes, 16, ... up to
+ * half a page, the largest sharing the last), one for whole pages. */
+ngx_uint_t queueOf(const rl::SlabBlock &b) {
+    if (b.pages > 0) {
+        return kPagesQueue;
+    }
+    ngx_uint_t q = 0;
+    for (size_t c = 8; c < b.chunk && q < kPagesQueue - 1; c <<= 1) {
+        q++;
+    }
+    return q;
+}
+
+rl::SlabBlock blockOf(const Node *n) {
+    return rl::slabBlock(nodeBytes(n->slots, n->lru.sn.str.len),
+                         ngx_pagesize);
+}
+
+ngx_uint_t queueOf(const Node *n) {
+    return queueOf(blockOf(n));
 }
 
 rl::Params paramsOf(const ngx_http_rl_rule_t *rule) {
@@ -56,57 +116,156 @@ Shared *sharedOf(ngx_http_rl_zone_t *z) {
     return static_cast<Shared *>(z->sh);
 }
 
+int64_t nowUs(ngx_http_rl_zone_t *z) {
+    return rl::monotonicUs() + sharedOf(z)->clockOffsetUs;
+}
+
 void freeNode(ngx_http_rl_zone_t *z, Node *n) {
-    sharedOf(z)->index.remove(&n->lru);
+    sharedOf(z)->lru.remove(&n->lru, queueOf(n));
     ngx_slab_free_locked(z->shpool, n);
 }
 
-/* Reclaims up to `max` nodes from the cold end: idle ones only, or any
- * (the least recently used) when `force`. Returns how many went. */
-ngx_uint_t expire(ngx_http_rl_zone_t *z, int64_t now, ngx_uint_t max,
-                  bool force, Node **keep, ngx_uint_t nkeep) {
-    return sharedOf(z)->index.dropOldest(max, [&](rl::LruNode *o) {
-        auto *n = reinterpret_cast<Node *>(o);
-        for (ngx_uint_t k = 0; k < nkeep; k++) {
-            if (keep[k] == n) {
-                return false; /* in use by this request: older ones went */
-            }
+bool kept(const Node *n, Node *const *keep, ngx_uint_t nkeep) {
+    for (ngx_uint_t k = 0; k < nkeep; k++) {
+        if (keep[k] == n) {
+            return true;
         }
-        if (!force && n->idleAt > now) {
-            return false;
-        }
-        freeNode(z, n);
-        return true;
-    });
+    }
+    return false;
 }
 
-/* `size` bytes of the zone, making room if it is full (see kEvictMax);
- * NULL when even that is not enough, logged once until it is again. */
-Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now, Node **keep,
-               ngx_uint_t nkeep) {
-    ngx_uint_t gone = 0;
-    auto *n = static_cast<Node *>(rl::allocate(
-        z->shpool, size, true, kEvictMax, [&]() -> ngx_uint_t {
-            if (gone >= kEvictMax) {
-                return 0;
-            }
-            ngx_uint_t freed = expire(z, now, kEvictOnFull, true, keep,
-                                      nkeep);
-            gone += freed;
-            return freed;
-        }));
-    if (n == nullptr && !z->full) {
-        z->full = 1;
-        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                      "rl_zone \"%V\" is full: no room for a state of %uz "
-                      "bytes, even after forgetting the least recently "
-                      "used ones; its requests get the failure policy "
-                      "(size= sets the zone's size)",
-                      &z->name, size);
-    } else if (n != nullptr) {
-        z->full = 0;
+/* Looks at up to `max` nodes of queue q where its sweep is (going round
+ * from the least recently used) and frees those whole again, but the
+ * ones this request uses. Returns how many went. */
+ngx_uint_t sweep(ngx_http_rl_zone_t *z, ngx_uint_t q, int64_t now,
+                 ngx_uint_t max, Node *const *keep, ngx_uint_t nkeep) {
+    rl::LruQueues &lru = sharedOf(z)->lru;
+    ngx_uint_t freed = 0;
+    for (ngx_uint_t i = 0; i < max; i++) {
+        auto *n = reinterpret_cast<Node *>(lru.sweepNext(q));
+        if (n == nullptr) {
+            break;
+        }
+        if (n->idleAt <= now && !kept(n, keep, nkeep)) {
+            freeNode(z, n);
+            freed++;
+        }
     }
-    return n;
+    return freed;
+}
+
+/* As requests pass: a few nodes of the next queue that has any. */
+void sweepSome(ngx_http_rl_zone_t *z, int64_t now) {
+    Shared *sh = sharedOf(z);
+    for (ngx_uint_t i = 0; i < kQueues; i++) {
+        ngx_uint_t q = sh->sweepQueue;
+        sh->sweepQueue = (q + 1) % kQueues;
+        if (!sh->lru.empty(q)) {
+            sweep(z, q, now, kSweepPerRequest, nullptr, 0);
+            return;
+        }
+    }
+}
+
+/* From the cold end of queue q, the nodes whose memory makes room for
+ * `want`: the whole ones go, until the block fits; then, failing that,
+ * the least recently used that still limits a key. */
+void *evict(ngx_http_rl_zone_t *z, ngx_uint_t q, size_t size,
+            const rl::SlabBlock &want, int64_t now, Node *const *keep,
+            ngx_uint_t nkeep, Pressure *pr) {
+    rl::LruQueues &lru = sharedOf(z)->lru;
+    Node *live = nullptr;
+    rl::LruNode *o = lru.oldest(q);
+    for (ngx_uint_t i = 0; o != nullptr && i < kLookOnFull; i++) {
+        auto *n = reinterpret_cast<Node *>(o);
+        o = lru.newer(o, q);
+        if (kept(n, keep, nkeep) || !rl::makesRoomFor(blockOf(n), want)) {
+            continue;
+        }
+        if (n->idleAt > now) {
+            live = live != nullptr ? live : n;
+            continue;
+        }
+        freeNode(z, n);
+        if (void *p = ngx_slab_alloc_locked(z->shpool, size)) {
+            return p;
+        }
+    }
+    if (live == nullptr) {
+        return nullptr;
+    }
+    freeNode(z, live);
+    pr->evicted++;
+    return ngx_slab_alloc_locked(z->shpool, size);
+}
+
+/* `size` bytes of the zone, making room if it is full (see the top of
+ * the file): the whole nodes the sweep finds next in the block's queue
+ * (and in the pages', for a chunk), then those of the queues' cold
+ * ends that make room, and at most one that still limits a key. NULL
+ * when that is not enough. */
+Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now,
+               Node *const *keep, ngx_uint_t nkeep, Pressure *pr) {
+    void *p = ngx_slab_alloc_locked(z->shpool, size);
+    if (p != nullptr) {
+        return static_cast<Node *>(p);
+    }
+    rl::SlabBlock want = rl::slabBlock(size, ngx_pagesize);
+    ngx_uint_t queues[2] = {queueOf(want), kPagesQueue};
+    ngx_uint_t nqueues = queues[0] == kPagesQueue ? 1 : 2;
+    for (ngx_uint_t i = 0; i < nqueues && p == nullptr; i++) {
+        if (sweep(z, queues[i], now, kSweepOnFull, keep, nkeep) > 0) {
+            p = ngx_slab_alloc_locked(z->shpool, size);
+        }
+    }
+    for (ngx_uint_t i = 0; i < nqueues && p == nullptr; i++) {
+        p = evict(z, queues[i], size, want, now, keep, nkeep, pr);
+        if (pr->evicted > 0) {
+            break;      /* one at most */
+        }
+    }
+    if (p == nullptr) {
+        pr->noRoom = size;
+    }
+    return static_cast<Node *>(p);
+}
+
+/* Whether a line logged at most once a minute is due (and claimed by
+ * this worker). */
+bool logDue(ngx_atomic_t *at) {
+    auto now = static_cast<ngx_atomic_uint_t>(
+        rl::monotonicUs() / 1000000 + 1);
+    ngx_atomic_uint_t last = *at;
+    return (last == 0 ||
+            now - last >= static_cast<ngx_atomic_uint_t>(kLogEverySeconds))
+           && ngx_atomic_cmp_set(at, last, now);
+}
+
+/* Counts and logs, once the zone is unlocked, what making room did. */
+void report(ngx_http_rl_zone_t *z, const Pressure &pr) {
+    Shared *sh = sharedOf(z);
+    if (pr.evicted > 0 && z->stats != nullptr) {
+        ngx_atomic_uint_t all = ngx_atomic_fetch_add(&z->stats->evictions,
+                                                     pr.evicted) +
+                                pr.evicted;
+        if (logDue(&sh->evictLoggedAt)) {
+            ngx_atomic_uint_t since = all - sh->evictLogged;
+            sh->evictLogged = all;
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "rl_zone \"%V\" is full: %uA states that still "
+                          "limited a key were forgotten to make room for "
+                          "new keys (%uA since nginx started; size= sets "
+                          "the zone's size)", &z->name, since, all);
+        }
+    }
+    if (pr.noRoom > 0 && logDue(&sh->fullLoggedAt)) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "rl_zone \"%V\" is full: no room for a state of %uz "
+                      "bytes without forgetting more than one that still "
+                      "limits a key; requests that need a new state get "
+                      "the failure policy (size= sets the zone's size)",
+                      &z->name, pr.noRoom);
+    }
 }
 
 /* A sliding_log node made for another N (a reload changed the rule's
@@ -114,20 +273,20 @@ Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now, Node **keep,
  * made again with this N's ring, keeping its newest times. NULL when the
  * zone has no room. */
 Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
-             Node **keep, ngx_uint_t nkeep) {
-    rl::LruIndex &index = sharedOf(z)->index;
+             Node **keep, ngx_uint_t nkeep, Pressure *pr) {
+    rl::LruQueues &lru = sharedOf(z)->lru;
     ngx_str_t key = old->lru.sn.str;
-    size_t size = sizeof(Node) + slots * sizeof(int64_t) + key.len;
+    size_t size = nodeBytes(slots, key.len);
     /* the old node is in use: the most recently used, and kept while
-     * room is made (expire() stops at the first node it must keep) */
-    index.touch(&old->lru);
+     * room is made */
+    lru.touch(&old->lru, queueOf(old));
     Node *hold[RL_MAX_RULES + 1];
     ngx_uint_t nhold = 0;
     for (; nhold < nkeep && nhold < RL_MAX_RULES; nhold++) {
         hold[nhold] = keep[nhold];
     }
     hold[nhold++] = old;
-    Node *n = allocate(z, size, now, hold, nhold);
+    Node *n = allocate(z, size, now, hold, nhold, pr);
     if (n == nullptr) {
         return nullptr;
     }
@@ -147,10 +306,10 @@ Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
     n->slots = static_cast<uint32_t>(slots);
     /* (ngx_rbtree_delete() zeroes the node's key: the hash first) */
     auto hash = static_cast<uint32_t>(old->lru.sn.node.key);
-    index.remove(&old->lru);
-    index.add(&n->lru, key, rl::keyAfter(n, sizeof(Node),
-                                         slots * sizeof(int64_t)),
-              hash);
+    lru.remove(&old->lru, queueOf(old));
+    lru.add(&n->lru, key, rl::keyAfter(n, sizeof(Node),
+                                       slots * sizeof(int64_t)),
+            hash, queueOf(rl::slabBlock(size, ngx_pagesize)));
     ngx_slab_free_locked(z->shpool, old);
     return n;
 }
@@ -173,39 +332,37 @@ struct NodeKey {
 
 Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
                    const ngx_str_t *value, int64_t now, Node **keep,
-                   ngx_uint_t nkeep) {
-    rl::LruIndex &index = sharedOf(z)->index;
+                   ngx_uint_t nkeep, Pressure *pr) {
+    rl::LruQueues &lru = sharedOf(z)->lru;
     NodeKey nk(rule, value);
     const ngx_str_t &key = nk.key;
     size_t len = key.len;
     uint32_t hash = nk.hash;
 
     size_t slots = rl::logSlots(paramsOf(rule));
-    auto *found = reinterpret_cast<Node *>(index.find(key, hash, false));
+    auto *found = reinterpret_cast<Node *>(lru.find(key, hash));
     if (found != nullptr) {
         if (found->slots != slots) {
-            for (ngx_uint_t k = 0; k < nkeep; k++) {
-                if (keep[k] == found) {
-                    return nullptr; /* two rules of this request */
-                }
+            if (kept(found, keep, nkeep)) {
+                return nullptr; /* two rules of this request */
             }
-            return resize(z, found, slots, now, keep, nkeep);
+            return resize(z, found, slots, now, keep, nkeep, pr);
         }
-        index.touch(&found->lru);
+        lru.touch(&found->lru, queueOf(found));
         return found;
     }
 
-    size_t size = sizeof(Node) + slots * sizeof(int64_t) + len;
-    auto *n = allocate(z, size, now, keep, nkeep);
+    size_t size = nodeBytes(slots, len);
+    auto *n = allocate(z, size, now, keep, nkeep, pr);
     if (n == nullptr) {
         return nullptr;
     }
     ngx_memzero(n, sizeof(Node));
     n->slots = static_cast<uint32_t>(slots);
     n->idleAt = now;
-    index.add(&n->lru, key, rl::keyAfter(n, sizeof(Node),
-                                         slots * sizeof(int64_t)),
-              hash);
+    lru.add(&n->lru, key, rl::keyAfter(n, sizeof(Node),
+                                       slots * sizeof(int64_t)),
+            hash, queueOf(rl::slabBlock(size, ngx_pagesize)));
     return n;
 }
 
@@ -235,9 +392,11 @@ ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone,
     if (sh == nullptr) {
         return NGX_ERROR;
     }
+    ngx_memzero(sh, sizeof(Shared));
     z->sh = sh;
     z->shpool->data = sh;
-    sh->index.init();
+    sh->lru.init();
+    sh->clockOffsetUs = rl::realtimeUs() - rl::monotonicUs();
 
     size_t len = sizeof(" in rl_zone \"\"") + shm_zone->shm.name.len;
     z->shpool->log_ctx = static_cast<u_char *>(
@@ -260,7 +419,8 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     int64_t *logs[RL_MAX_RULES];
     uint64_t costs[RL_MAX_RULES];
     rl::Figures figures[RL_MAX_RULES];
-    int64_t now = rl::realtimeUs();
+    int64_t now = nowUs(z);
+    Pressure pr;
 
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
@@ -271,14 +431,15 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     }
 
     ngx_shmtx_lock(&z->shpool->mutex);
-    expire(z, now, kExpirePerRequest, false, nullptr, 0);
+    sweepSome(z, now);
 
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
         nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i], now, nodes,
-                                k);
+                                k, &pr);
         if (nodes[k] == nullptr) {
             ngx_shmtx_unlock(&z->shpool->mutex);
+            report(z, pr);
             return NGX_ERROR;
         }
         states[k] = &nodes[k]->state;
@@ -290,6 +451,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
         nodes[k]->idleAt = rl::idleAtUs(params[k], *states[k], logs[k], now);
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
+    report(z, pr);
 
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
@@ -310,6 +472,7 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     ngx_http_rl_zone_t *z = g->zone;
     Node *nodes[RL_MAX_RULES];
+    Pressure pr;
 
     ngx_shmtx_lock(&z->shpool->mutex);
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
@@ -319,7 +482,7 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
             continue;
         }
         nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i], g->now_us,
-                                nodes, k);
+                                nodes, k, &pr);
         if (nodes[k] != nullptr) {
             rl::Params p = paramsOf(&rules[i]);
             p.slotId = g->slot_id;  /* a concurrency rule's: released */
@@ -328,6 +491,51 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
         }
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
+    report(z, pr);
+}
+
+void ngx_http_rl_shm_usage(ngx_http_rl_zone_t *z, size_t *used,
+                           size_t *size) noexcept {
+    *used = 0;
+    *size = 0;
+    if (z->shm_zone == nullptr || z->shpool == nullptr) {
+        return;
+    }
+    ngx_slab_pool_t *pool = z->shpool;
+    *size = z->shm_zone->shm.size;
+    ngx_shmtx_lock(&pool->mutex);
+    size_t free = pool->pfree * ngx_pagesize;
+    ngx_shmtx_unlock(&pool->mutex);
+    *used = free < *size ? *size - free : 0;
+}
+
+void ngx_http_rl_shm_check(ngx_conf_t *cf,
+                           ngx_http_rl_main_conf_t *rmcf) noexcept {
+    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
+    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
+        ngx_http_rl_rule_t *rule = rules[i];
+        ngx_http_rl_zone_t *z = rule->zone;
+        if (z->shm_zone == nullptr) {
+            continue;
+        }
+        bool seen = false;
+        for (ngx_uint_t j = 0; j < i && !seen; j++) {
+            seen = rules[j]->zone == z &&
+                   ngx_memcmp(rules[j]->id, rule->id, RL_RULE_ID_LEN) == 0;
+        }
+        size_t bytes = nodeBytes(rl::logSlots(paramsOf(rule)), kTypicalKey);
+        size_t states = rl::statesThatFit(z->size, bytes, ngx_pagesize);
+        if (seen || states >= kFewStates) {
+            continue;
+        }
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "rl_zone \"%V\" size=%uz holds about %uz states of "
+                      "rule \"%V\" (%uz bytes each): fewer than %uz keys "
+                      "can be limited at once, a larger \"size\" holds "
+                      "more, in %s:%ui", &z->name, z->size, states,
+                      &rule->name, bytes, kFewStates, rule->file,
+                      rule->line);
+    }
 }
 
 /* A key's state read as the next request would find it, counting
@@ -340,29 +548,29 @@ ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
                                rl_outcome_t *out) noexcept {
     rl::Params params = paramsOf(rule);
     NodeKey nk(rule, value);
-    int64_t now = rl::realtimeUs();
+    int64_t now = nowUs(z);
     rl::State fresh = {0, 0, 0};
-    const int64_t *log = nullptr;
+    int64_t zeros[1] = {0};
+    const int64_t *log = zeros;
+    Pressure pr;
 
     ngx_shmtx_lock(&z->shpool->mutex);
-    auto *n = reinterpret_cast<Node *>(
-        sharedOf(z)->index.find(nk.key, nk.hash, false));
+    auto *n = reinterpret_cast<Node *>(sharedOf(z)->lru.find(nk.key,
+                                                             nk.hash));
     if (n != nullptr && n->slots != rl::logSlots(params)) {
         /* a sliding_log of another N: made again as a decision would */
-        n = resize(z, n, rl::logSlots(params), now, nullptr, 0);
+        n = resize(z, n, rl::logSlots(params), now, nullptr, 0, &pr);
     }
     const rl::State &state = n != nullptr ? n->state : fresh;
     if (n != nullptr) {
         log = logOf(n);
     }
-    int64_t zeros[1] = {0};
-    rl::Check c = rl::check(params, state, log != nullptr ? log : zeros, 0,
-                            now);
+    rl::Check c = rl::check(params, state, log, 0, now);
     int64_t resetUs = c.left > 0 ? c.resetUs
-                                 : rl::check(params, state,
-                                             log != nullptr ? log : zeros, 1,
-                                             now).retryUs;
+                                 : rl::check(params, state, log, 1, now)
+                                       .retryUs;
     ngx_shmtx_unlock(&z->shpool->mutex);
+    report(z, pr);
 
     *out = {c.left, rl::msCeil(resetUs), 0, 0, 0, 0};
     return NGX_OK;
@@ -375,8 +583,8 @@ ngx_uint_t ngx_http_rl_shm_forget(ngx_http_rl_zone_t *z,
                                   const ngx_str_t *value) noexcept {
     NodeKey nk(rule, value);
     ngx_shmtx_lock(&z->shpool->mutex);
-    auto *n = reinterpret_cast<Node *>(
-        sharedOf(z)->index.find(nk.key, nk.hash, false));
+    auto *n = reinterpret_cast<Node *>(sharedOf(z)->lru.find(nk.key,
+                                                             nk.hash));
     if (n != nullptr) {
         freeNode(z, n);
     }
@@ -389,12 +597,11 @@ void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,
                           uint64_t slot, ngx_uint_t renew) noexcept {
     uint32_t hash = ngx_murmur_hash2(key->data, key->len);
     ngx_shmtx_lock(&z->shpool->mutex);
-    auto *n = reinterpret_cast<Node *>(
-        sharedOf(z)->index.find(*key, hash, false));
+    auto *n = reinterpret_cast<Node *>(sharedOf(z)->lru.find(*key, hash));
     if (n != nullptr && n->slots == rl::logSlots(paramsOf(rule))) {
         rl::Params p = paramsOf(rule);
         p.slotId = slot;
-        int64_t now = rl::realtimeUs();
+        int64_t now = nowUs(z);
         if (renew) {
             rl::renew(p, n->state, logOf(n), now);
         } else {
@@ -409,15 +616,17 @@ ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *z,
                                  const ngx_http_rl_rule_t *rule,
                                  const ngx_str_t *value,
                                  int64_t units) noexcept {
-    int64_t now = rl::realtimeUs();
+    int64_t now = nowUs(z);
+    Pressure pr;
     ngx_shmtx_lock(&z->shpool->mutex);
-    Node *n = findOrCreate(z, rule, value, now, nullptr, 0);
+    Node *n = findOrCreate(z, rule, value, now, nullptr, 0, &pr);
     if (n != nullptr) {
         rl::Params p = paramsOf(rule);
         rl::charge(p, n->state, units, now);
         n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
+    report(z, pr);
     return n != nullptr ? NGX_OK : NGX_ERROR;
 }
 

@@ -246,7 +246,7 @@ location /t { rl_rule zone=main key=k rate=5r/s algorithm=foo; empty_gif; }
 --- http_config
 rl_zone r redis=127.0.0.1:$RedisPort;
 rl_zone e;
-rl_zone small size=64k;
+rl_zone small size=512k;
 rl_zone big size=32m;
 --- config
 location /t {
@@ -374,3 +374,28 @@ rl_zone main redis=127.0.0.1:1 failure=local size=1m;
 --- config
 location /t { rl_rule zone=main key=k rate=5r/s; empty_gif; }
 --- syntax_only
+
+
+
+=== TEST 97: a size= that holds fewer than 1000 states of a rule: a warning, once a rule
+--- http_config
+rl_zone main redis=127.0.0.1:1 failure=local size=256k;
+rl_zone e size=64k;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=5r/s name=five;
+    rl_rule zone=main key=k rate=600r/m algorithm=sliding_log name=log;
+    rl_rule zone=e key=k rate=1r/s;
+    empty_gif;
+}
+location /u {
+    rl_rule zone=main key=k rate=5r/s name=five;
+    empty_gif;
+}
+--- syntax_only
+--- error_log eval
+[qr/\[warn\] .*rl_zone "main" size=262144 holds about 976 states of rule "five" \(\d+ bytes each\): fewer than 1000 keys can be limited at once, a larger "size" holds more, in \S+nginx\.conf:\d+/,
+ qr/\[warn\] .*rl_zone "main" size=262144 holds about 30 states of rule "log" \(\d+ bytes each\)/,
+ qr/\[warn\] .*rl_zone "e" size=65536 holds about 208 states of rule "1r\/s"/]
+--- no_error_log eval
+[qr/rule "five".*\n(.*\n)*.*rule "five"/]

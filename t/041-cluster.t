@@ -302,6 +302,19 @@ for my $i (0 .. 2) {
        "(a) 7 at once on $vp[$i] (master $i): 5 pass");
 }
 
+# many slots in one turn: a flush puts each call in its slot's batch in
+# one pass (src/batch.cpp SlotBuckets), each slot's calls in order
+my @many = map { "m$_" } 1 .. 30;
+@paths = map { my $v = $_; map { "/fwa?k=$v" } 1 .. 7 } @many;
+@res = http_parallel($port, \@paths, concurrency => 70, full => 1);
+my @wrong = grep {
+    my $v = $_;
+    status_counts(map { $res[$_] } grep { $paths[$_] eq "/fwa?k=$v" }
+                  0 .. $#paths) ne '200 PASSED x5, 429 REJECTED x2'
+} @many;
+is("@wrong", '', '(a) 30 key values (30 slots), 7 requests each at '
+   . 'once: 5 of each pass');
+
 # ------------------------------------------------------------ (b) stacked
 
 # the tight rule's key value on one master, the loose one's on another,

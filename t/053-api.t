@@ -111,6 +111,14 @@ is_deeply($data->{main}{requests},
 is_deeply($data->{leased}{lease}, { granted => 0, spent => 0, returned => 0 },
           'a lease zone has its lease units');
 ok(!exists $data->{main}{lease}, 'others have none');
+is($data->{main}{errors}, 0, 'a Redis zone has its error replies');
+ok($data->{mem}{memory}{size} > 0
+   && $data->{mem}{memory}{used} > 0
+   && $data->{mem}{memory}{used} <= $data->{mem}{memory}{size},
+   'an embedded zone its memory (' . ($data->{mem}{memory}{used} // '?')
+   . ' of ' . ($data->{mem}{memory}{size} // '?') . ' bytes)');
+is($data->{mem}{evictions}, 0, 'and its evictions');
+ok(!exists $data->{main}{memory}, 'a Redis zone has no shared memory');
 
 ($code, $data) = $api->get('1/rules');
 is($code, 200, '/1/rules');

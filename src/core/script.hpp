@@ -81,6 +81,25 @@ unsigned char* requestHead(unsigned char* p, size_t rules, int64_t t,
 unsigned char* ruleRecord(unsigned char* p, size_t key, size_t spec,
                           uint64_t cost);
 
+/* The probe of a server that refused calls (OOM, READONLY, NOPERM...,
+ * src/core/reply_error.hpp): one request of cost 1 of a fixed_window
+ * rule of 10^6 a second named "probe" on a key of its own,
+ * PREFIX{~probeN}:ffffffffffffffff (a client's key value never gives a
+ * hash tag of '~' and other than 40 hex digits: no client's state). It
+ * writes, as every admitted request does (SET ... PX 1000): a server
+ * that refuses writes, or the script's command, refuses it too, where a
+ * PING would pass. */
+inline constexpr size_t kProbeKeyExtra = 32;
+
+/* Writes the probe's key for `prefix` at out (at most prefix.size() +
+ * kProbeKeyExtra bytes), N chosen so that it lands on a cluster's
+ * `slot` (-1: no cluster, no N); returns its length. */
+size_t probeKey(char* out, std::string_view prefix, int slot);
+
+/* Its head (one request at Redis' time, key 1, spec 1, cost 1) and its
+ * spec. */
+std::string_view probeHead();
+std::string_view probeSpec();
 /* A concurrency rule's record: its cost is 1, and the 8 bytes of the
  * cost name the request's slot (little-endian: its worker, a counter),
  * the member the rule's key holds for it; slot 0 names none: a cost of
