@@ -408,7 +408,7 @@ void ngx_http_rl_shm_usage(ngx_http_rl_zone_t *zone, size_t *used,
 void ngx_http_rl_shm_check(ngx_conf_t *cf, ngx_http_rl_main_conf_t *rmcf)
     RL_NOEXCEPT;
 /* a concurrency rule's slot (key: its state key less the prefix) is
- * released, or renewed (renew) */
+ * released, or renewed (renew), in its node's ring whatever N made it */
 void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *key, uint64_t slot,
     ngx_uint_t renew) RL_NOEXCEPT;

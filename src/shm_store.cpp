@@ -598,8 +598,10 @@ void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,
     uint32_t hash = ngx_murmur_hash2(key->data, key->len);
     ngx_shmtx_lock(&z->shpool->mutex);
     auto *n = reinterpret_cast<Node *>(sharedOf(z)->lru.find(*key, hash));
-    if (n != nullptr && n->slots == rl::logSlots(paramsOf(rule))) {
+    if (n != nullptr && n->slots >= 2) {
+        /* the ring's own N: the rule's, or a key value's override's */
         rl::Params p = paramsOf(rule);
+        p.limit = n->slots / 2;
         p.slotId = slot;
         int64_t now = nowUs(z);
         if (renew) {
