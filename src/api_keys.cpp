@@ -30,6 +30,7 @@
 #include "core/script.hpp"
 #include "core/state_key.hpp"
 #include "redis_link.hpp"
+#include "shm_marks.hpp"
 
 namespace rl::api {
 namespace {
@@ -254,11 +255,38 @@ ngx_int_t unavailable(Operation *op, const char *why) {
 /* ----------------------------------------------------------------- */
 /* the embedded store                                                 */
 
+/* What a block's string says: its reason, "blocked" for none; never a
+ * first word "limit", which would make it an override. */
+bool blockText(ngx_pool_t *pool, std::string_view *reason) {
+    std::string_view r = *reason;
+    if (r.empty()) {
+        *reason = "blocked";
+        return true;
+    }
+    if (r.size() > 5 && ngx_strncasecmp(reinterpret_cast<u_char *>(
+                                            const_cast<char *>(r.data())),
+                                        reinterpret_cast<u_char *>(
+                                            const_cast<char *>("limit")),
+                                        5) == 0 &&
+        (r[5] == ' ' || r[5] == '\t')) {
+        auto *p = static_cast<char *>(ngx_pnalloc(pool, 9 + r.size()));
+        if (p == nullptr) {
+            return false;
+        }
+        ngx_memcpy(p, "blocked: ", 9);
+        ngx_memcpy(p + 9, r.data(), r.size());
+        *reason = {p, 9 + r.size()};
+    }
+    return true;
+}
+
+
 ngx_int_t embedded(Operation *op) {
     ngx_http_rl_zone_t *z = zoneOf(op);
     ngx_str_t value = {op->value.size(), reinterpret_cast<u_char *>(
                                              const_cast<char *>(
                                                  op->value.data()))};
+    std::string_view name = viewOf(op->set.first->name);
     if (op->route == Route::Key && op->method == Method::Delete) {
         for (size_t k = 0; k < op->set.n; k++) {
             op->deleted += ngx_http_rl_shm_forget(z, op->set.rules[k],
@@ -266,16 +294,47 @@ ngx_int_t embedded(Operation *op) {
         }
         return answerWrite(op);
     }
-    if (op->route != Route::Key) {
-        return sendError(op->r, {501, "StoreUnavailable",
-                                 "the embedded store keeps no blocks nor "
-                                 "overrides"});
+    if (op->route == Route::Key) {
+        for (size_t k = 0; k < op->set.n; k++) {
+            ngx_http_rl_shm_peek(z, op->set.rules[k], &value,
+                                 &op->outcomes[k]);
+        }
+        auto *reason = static_cast<char *>(ngx_pnalloc(op->r->pool, 512));
+        if (reason == nullptr) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        size_t len;
+        marks::View v = marks::zoneRead(z, op->value, name, reason, 512,
+                                        &len);
+        op->markKind = v.kind;
+        op->markText = {len, reinterpret_cast<u_char *>(reason)};
+        op->markTtlMs = v.ttlMs;
+        op->markLimit = static_cast<int64_t>(v.limit);
+        /* blocked: every rule rejects, none is asked */
+        op->allowed = v.kind == 1 ? 0 : 1;
+        return answerState(op);
     }
-    for (size_t k = 0; k < op->set.n; k++) {
-        ngx_http_rl_shm_peek(z, op->set.rules[k], &value, &op->outcomes[k]);
+    marks::Op what = op->route == Route::Block
+                         ? (op->method == Method::Post ? marks::Op::Block
+                                                       : marks::Op::Unblock)
+                         : (op->method == Method::Put ? marks::Op::Override
+                                                      : marks::Op::Unoverride);
+    if (what == marks::Op::Block &&
+        !blockText(op->r->pool, &op->change.reason)) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    op->allowed = 1;
-    return answerState(op);
+    auto *old = static_cast<char *>(ngx_pnalloc(op->r->pool, 512));
+    size_t oldLen = 0;
+    if (old == nullptr ||
+        !marks::zoneWrite(z, op->value, what, name,
+                          static_cast<uint64_t>(op->change.limit),
+                          op->change.ttl * 1000, op->change.reason, old, 512,
+                          &oldLen)) {
+        return unavailable(op, "the zone has no room for the mark");
+    }
+    op->hadOld = oldLen > 0;
+    op->old = {oldLen, reinterpret_cast<u_char *>(old)};
+    return answerWrite(op);
 }
 
 /* ----------------------------------------------------------------- */
@@ -411,31 +470,6 @@ bool pushNumber(ngx_pool_t *pool, Args *a, int64_t v) {
         return false;
     }
     a->push(p, static_cast<size_t>(ngx_http_rl_decimal(p, v) - p));
-    return true;
-}
-
-/* What a block's string says: its reason, "blocked" for none; never a
- * first word "limit", which would make it an override. */
-bool blockText(ngx_pool_t *pool, std::string_view *reason) {
-    std::string_view r = *reason;
-    if (r.empty()) {
-        *reason = "blocked";
-        return true;
-    }
-    if (r.size() > 5 && ngx_strncasecmp(reinterpret_cast<u_char *>(
-                                            const_cast<char *>(r.data())),
-                                        reinterpret_cast<u_char *>(
-                                            const_cast<char *>("limit")),
-                                        5) == 0 &&
-        (r[5] == ' ' || r[5] == '\t')) {
-        auto *p = static_cast<char *>(ngx_pnalloc(pool, 9 + r.size()));
-        if (p == nullptr) {
-            return false;
-        }
-        ngx_memcpy(p, "blocked: ", 9);
-        ngx_memcpy(p + 9, r.data(), r.size());
-        *reason = {p, 9 + r.size()};
-    }
     return true;
 }
 

@@ -34,14 +34,17 @@
 
 #include "clock.hpp"
 #include "core/algorithm.hpp"
+#include "core/override_text.hpp"
 #include "core/reply.hpp"
 #include "core/slab.hpp"
 #include "shm_lru.hpp"
+#include "shm_marks.hpp"
 
 namespace {
 
 struct Shared {
     rl::LruQueues       lru;        /* by slab block size */
+    rl::marks::Table    marks;      /* blocks and overrides (rl_api) */
     ngx_uint_t          sweepQueue; /* the next the requests sweep */
     int64_t             clockOffsetUs;  /* wall clock less monotonic */
     ngx_atomic_t        evictLoggedAt;  /* s, monotonic; 0: never */
@@ -330,16 +333,17 @@ struct NodeKey {
     }
 };
 
+/* The node of the rule's state for the value, made if it is not there,
+ * with a sliding_log's ring of `slots` (the rule's, or an override's). */
 Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
-                   const ngx_str_t *value, int64_t now, Node **keep,
-                   ngx_uint_t nkeep, Pressure *pr) {
+                   const ngx_str_t *value, size_t slots, int64_t now,
+                   Node **keep, ngx_uint_t nkeep, Pressure *pr) {
     rl::LruQueues &lru = sharedOf(z)->lru;
     NodeKey nk(rule, value);
     const ngx_str_t &key = nk.key;
     size_t len = key.len;
     uint32_t hash = nk.hash;
 
-    size_t slots = rl::logSlots(paramsOf(rule));
     auto *found = reinterpret_cast<Node *>(lru.find(key, hash));
     if (found != nullptr) {
         if (found->slots != slots) {
@@ -365,6 +369,31 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
             hash, queueOf(rl::slabBlock(size, ngx_pagesize)));
     return n;
 }
+
+std::string_view viewOf(const ngx_str_t &s) {
+    return {reinterpret_cast<const char *>(s.data), s.len};
+}
+
+/* A key value's mark (the operator API's block or override) on a rule,
+ * under the zone's lock: the rule's parameters under its override
+ * (params changed), and how long its block has left (0: none). */
+int64_t marked(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
+               const ngx_str_t *value, int64_t now, rl::Params *params) {
+    rl::marks::Effect e = rl::marks::effect(sharedOf(z)->marks, z->shpool,
+                                            viewOf(*value),
+                                            viewOf(rule->name), now);
+    rl::Params p;
+    if (e.limit > 0 && rl::overridden(*params, e.limit,
+                                      rule->burst_follows != 0, &p)) {
+        p.dryRun = params->dryRun;
+        *params = p;
+    }
+    return e.blockedUs;
+}
+
+/* A block's rejection: nothing left, retry in what it has left, at most
+ * a minute (as lua/rl.lua says of a Redis block). */
+constexpr int64_t kBlockRetryUs = 60000000;
 
 }  // namespace
 
@@ -396,6 +425,7 @@ ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone,
     z->sh = sh;
     z->shpool->data = sh;
     sh->lru.init();
+    sh->marks.init();
     sh->clockOffsetUs = rl::realtimeUs() - rl::monotonicUs();
 
     size_t len = sizeof(" in rl_zone \"\"") + shm_zone->shm.name.len;
@@ -413,12 +443,21 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     ngx_http_rl_ctx_t *ctx = g->ctx;
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     ngx_http_rl_zone_t *z = g->zone;
-    Node *nodes[RL_MAX_RULES];
     rl::Params params[RL_MAX_RULES];
+    uint64_t costs[RL_MAX_RULES];
+    int64_t blockedUs[RL_MAX_RULES];
+    /* the rules decided (all but those a block answers for): their
+     * place in the group, nodes, parameters, costs and figures */
+    ngx_uint_t at[RL_MAX_RULES];
+    Node *nodes[RL_MAX_RULES];
+    rl::Params dp[RL_MAX_RULES];
+    uint64_t dc[RL_MAX_RULES];
     rl::State *states[RL_MAX_RULES];
     int64_t *logs[RL_MAX_RULES];
-    uint64_t costs[RL_MAX_RULES];
     rl::Figures figures[RL_MAX_RULES];
+    ngx_uint_t n = 0;
+    bool blocked = false;   /* an enforced rule is blocked */
+    bool allowed = false;
     int64_t now = nowUs(z);
     Pressure pr;
 
@@ -428,37 +467,65 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
         params[k].dryRun = ngx_http_rl_dry_run(ctx, &rules[i]) != 0;
         params[k].slotId = g->slot_id;
         costs[k] = ctx->costs[i];
+        blockedUs[k] = 0;
     }
 
     ngx_shmtx_lock(&z->shpool->mutex);
     sweepSome(z, now);
 
-    for (ngx_uint_t k = 0; k < g->nrules; k++) {
+    if (sharedOf(z)->marks.count > 0) {
+        for (ngx_uint_t k = 0; k < g->nrules; k++) {
+            ngx_uint_t i = g->rules[k];
+            blockedUs[k] = marked(z, &rules[i], &ctx->values[i], now,
+                                 &params[k]);
+            blocked = blocked || (blockedUs[k] > 0 && !params[k].dryRun);
+        }
+    }
+    for (ngx_uint_t k = 0; k < g->nrules && !blocked; k++) {
+        if (blockedUs[k] > 0) {
+            continue;   /* a dry run: it reports the block, no more */
+        }
         ngx_uint_t i = g->rules[k];
-        nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i], now, nodes,
-                                k, &pr);
-        if (nodes[k] == nullptr) {
+        nodes[n] = findOrCreate(z, &rules[i], &ctx->values[i],
+                                rl::logSlots(params[k]), now, nodes, n, &pr);
+        if (nodes[n] == nullptr) {
             ngx_shmtx_unlock(&z->shpool->mutex);
             report(z, pr);
             return NGX_ERROR;
         }
-        states[k] = &nodes[k]->state;
-        logs[k] = logOf(nodes[k]);
+        at[n] = k;
+        dp[n] = params[k];
+        dc[n] = costs[k];
+        states[n] = &nodes[n]->state;
+        logs[n] = logOf(nodes[n]);
+        n++;
     }
-    bool allowed = rl::decide(params, states, logs, costs, g->nrules, now,
-                              figures);
-    for (ngx_uint_t k = 0; k < g->nrules; k++) {
-        nodes[k]->idleAt = rl::idleAtUs(params[k], *states[k], logs[k], now);
+    if (!blocked) {
+        allowed = rl::decide(dp, states, logs, dc, n, now, figures);
+        for (ngx_uint_t j = 0; j < n; j++) {
+            nodes[j]->idleAt = rl::idleAtUs(dp[j], *states[j], logs[j], now);
+        }
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
     report(z, pr);
 
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
-        const rl::Figures &f = figures[k];
+        if (blockedUs[k] > 0) {
+            int64_t us = blockedUs[k] < kBlockRetryUs ? blockedUs[k]
+                                                      : kBlockRetryUs;
+            int64_t ms = rl::msCeil(us);
+            ctx->outcomes[i] = {0, ms, ms, 0, us, 0};
+            ctx->decided[i] = 1;
+        }
+    }
+    for (ngx_uint_t j = 0; j < n; j++) {
+        ngx_uint_t i = g->rules[at[j]];
+        const rl::Figures &f = figures[j];
+        uint64_t limit = dp[j].limit != rules[i].limit ? dp[j].limit : 0;
         ctx->outcomes[i] = {f.remaining, rl::msCeil(f.resetUs),
                             rl::msCeil(f.retryUs), rl::msCeil(f.delayUs),
-                            f.retryUs, 0};
+                            f.retryUs, static_cast<int64_t>(limit)};
         ctx->decided[i] = 1;
     }
     g->allowed = allowed ? 1 : 0;
@@ -481,10 +548,14 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
             nodes[k] = nullptr; /* a dry-run rule that did not count it */
             continue;
         }
-        nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i], g->now_us,
-                                nodes, k, &pr);
+        /* in the terms it was counted in: an override's */
+        rl::Params p = paramsOf(&rules[i]);
+        if (sharedOf(z)->marks.count > 0) {
+            (void) marked(z, &rules[i], &ctx->values[i], g->now_us, &p);
+        }
+        nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i],
+                                rl::logSlots(p), g->now_us, nodes, k, &pr);
         if (nodes[k] != nullptr) {
-            rl::Params p = paramsOf(&rules[i]);
             p.slotId = g->slot_id;  /* a concurrency rule's: released */
             rl::refund(p, nodes[k]->state, logOf(nodes[k]), ctx->costs[i],
                        g->now_us);
@@ -555,6 +626,8 @@ ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
     Pressure pr;
 
     ngx_shmtx_lock(&z->shpool->mutex);
+    int64_t blockedUs = sharedOf(z)->marks.count > 0
+                            ? marked(z, rule, value, now, &params) : 0;
     auto *n = reinterpret_cast<Node *>(sharedOf(z)->lru.find(nk.key,
                                                              nk.hash));
     if (n != nullptr && n->slots != rl::logSlots(params)) {
@@ -572,7 +645,15 @@ ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
     ngx_shmtx_unlock(&z->shpool->mutex);
     report(z, pr);
 
-    *out = {c.left, rl::msCeil(resetUs), 0, 0, 0, 0};
+    auto limit = static_cast<int64_t>(
+        params.limit != rule->limit ? params.limit : 0);
+    if (blockedUs > 0) {
+        int64_t ms = rl::msCeil(blockedUs < kBlockRetryUs ? blockedUs
+                                                          : kBlockRetryUs);
+        *out = {0, ms, ms, 0, 0, limit};
+    } else {
+        *out = {c.left, rl::msCeil(resetUs), 0, 0, 0, limit};
+    }
     return NGX_OK;
 }
 
@@ -621,9 +702,14 @@ ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *z,
     int64_t now = nowUs(z);
     Pressure pr;
     ngx_shmtx_lock(&z->shpool->mutex);
-    Node *n = findOrCreate(z, rule, value, now, nullptr, 0, &pr);
+    /* in a key value's override's terms, as its requests are counted */
+    rl::Params p = paramsOf(rule);
+    if (sharedOf(z)->marks.count > 0) {
+        (void) marked(z, rule, value, now, &p);
+    }
+    Node *n = findOrCreate(z, rule, value, rl::logSlots(p), now, nullptr, 0,
+                           &pr);
     if (n != nullptr) {
-        rl::Params p = paramsOf(rule);
         rl::charge(p, n->state, units, now);
         n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
     }
@@ -633,3 +719,33 @@ ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *z,
 }
 
 }  // extern "C"
+
+namespace rl::marks {
+
+View zoneRead(ngx_http_rl_zone_t *z, std::string_view value,
+              std::string_view rule, char *reason, size_t cap,
+              size_t *reasonLen) {
+    ngx_shmtx_lock(&z->shpool->mutex);
+    View v = read(sharedOf(z)->marks, z->shpool, value, rule, nowUs(z));
+    *reasonLen = v.reason.size() < cap ? v.reason.size() : cap;
+    if (*reasonLen > 0) {
+        ngx_memcpy(reason, v.reason.data(), *reasonLen);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    v.reason = {reason, *reasonLen};
+    return v;
+}
+
+bool zoneWrite(ngx_http_rl_zone_t *z, std::string_view value, Op op,
+               std::string_view rule, uint64_t n, int64_t ttlMs,
+               std::string_view reason, char *old, size_t oldCap,
+               size_t *oldLen) {
+    ngx_shmtx_lock(&z->shpool->mutex);
+    bool ok = write(sharedOf(z)->marks, z->shpool, value, op, rule, n,
+                    ttlMs * 1000, reason, nowUs(z), old, oldCap, oldLen);
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    return ok;
+}
+
+}  // namespace rl::marks
+

@@ -64,6 +64,8 @@ my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
                                 algorithm=token_bucket name=mtb; empty_gif; }
         location /mgc { rl_rule zone=mem key=$http_x_key rate=5r/m
                                 algorithm=gcra burst=4 name=mgc; empty_gif; }
+        location /msl { rl_rule zone=mem key=$http_x_key rate=4r/m
+                                algorithm=sliding_log name=msl; empty_gif; }
         location /rl/ { rl_api write=on; }
         location /ro/ { rl_api; }
         location /metrics { rl_metrics; }
@@ -346,6 +348,55 @@ is_deeply([ @$s{qw(limit remaining)} ], [5, 2], 'an embedded key');
 is($code, 204, 'reset');
 is(state_of('mem', 'm1')->{remaining}, 5, 'whole again');
 
+# blocks and overrides of the embedded store: in its shared memory
+is(code_status(as('/mem', 'm2')), '200 PASSED', 'm2 passes');
+($code, $data) = $api->call('POST', '1/rules/mem/keys/m2/block',
+                            { ttl => 600, reason => 'embedded abuse' });
+is($code, 201, 'an embedded zone takes a block');
+$res = as('/mem', 'm2');
+is(code_status($res), '429 REJECTED', 'm2 is rejected');
+is($res->{headers}{'retry-after'}, 60, 'Retry-After: what it has left, '
+   . 'at most a minute');
+is(code_status(as('/mfw', 'm2')), '429 REJECTED',
+   'by every rule of the zone');
+is(code_status(as('/a', 'm2')), '200 PASSED', 'not by a Redis zone');
+$s = state_of('mem', 'm2');
+is_deeply([ $s->{blocked}{reason}, $s->{remaining} ],
+          [ 'embedded abuse', 0 ], 'the state says blocked');
+ok($s->{blocked}{ttl} > 590 && $s->{blocked}{ttl} <= 600,
+   "for what it has left ($s->{blocked}{ttl})");
+($code) = $api->call('PUT', '1/rules/mem/keys/m2/override',
+                     { limit => 50, ttl => 300 });
+is($code, 200, 'an override while blocked');
+is(state_of('mem', 'm2')->{override}, 50, 'kept beside the block');
+($code) = $api->call('DELETE', '1/rules/mem/keys/m2/block');
+is($code, 204, 'unblocked');
+$res = as('/mem', 'm2');
+is(code_status($res), '200 PASSED', 'm2 passes at once');
+is($res->{headers}{'x-ratelimit-limit'}, 50, 'under its override');
+is($res->{headers}{'x-ratelimit-remaining'}, 48,
+   'which counts what it used before');
+is(as('/mfw', 'm2')->{headers}{'x-ratelimit-limit'}, 5,
+   'an override names its rule');
+$s = state_of('mem', 'm2');
+is_deeply([ $s->{override}, $s->{limit}, $s->{blocked} ], [ 50, 50, undef ],
+          'the state says so');
+($code) = $api->call('DELETE', '1/rules/mem/keys/m2/override');
+is($code, 204, 'the override removed');
+is(as('/mem', 'm2')->{headers}{'x-ratelimit-limit'}, 5, 'back to N');
+like($ng->error_log_text,
+     qr/rl_api: 127\.0\.0\.1 unblocked key "m2" of rule "mem" in zone "mem" \(was: "embedded abuse\\x0a\(override kept\) limit mem=50"\)/,
+     'logged as a Redis string would say it');
+# an embedded sliding_log under an override of another N: its ring
+as('/msl', 'm3') for 1 .. 3;
+$api->call('PUT', '1/rules/msl/keys/m3/override', { limit => 8 });
+$res = as('/msl', 'm3');
+is($res->{headers}{'x-ratelimit-remaining'}, 4,
+   'a sliding_log keeps its times under an override of another N');
+$api->call('DELETE', '1/rules/msl/keys/m3/override');
+is(code_status(as('/msl', 'm3')), '429 REJECTED',
+   'and back under its own');
+
 # ------------------------------------------------------------- errors
 sub error_is {
     my ($what, $got, $status, $errcode) = @_;
@@ -417,9 +468,6 @@ error_is('a reset without write=on',
          'WriteForbidden');
 is($r->cli('EXISTS', 'rl:{k}'), 0, 'none of them wrote anything');
 is(($ro->get('1/rules/four/keys/alice'))[0], 200, 'reads are allowed there');
-error_is('a block in the embedded store',
-         [ $api->call('POST', '1/rules/mem/keys/k/block', {}) ], 501,
-         'StoreUnavailable');
 
 # Redis stopped: the store cannot answer, within a bound; nothing hangs
 $r->kill('STOP');

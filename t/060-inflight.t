@@ -58,7 +58,7 @@ sub conf {
             proxy_pass http://127.0.0.1:$UP/hold;
         }
         location = /metrics { rl_metrics; }
-        location /rl/ { rl_api; }
+        location /rl/ { rl_api write=on; }
     }
 CONF
 }
@@ -282,6 +282,23 @@ $ng->stop;
     ok(wait_until(sub { ($code = http_get($E, '/in?key=emb&ms=1')->{code})
                         == 200 }, timeout => 5),
        'released: admitted again');
+
+    # a key value's override of N (rl_api): its slots in a ring of that N
+    is(http_request($E, 'PUT', '/rl/1/rules/inflight/keys/embo/override',
+                    headers => ['Content-Type' => 'application/json'],
+                    body => '{"limit":1}')->{code}, 200,
+       'an override of 1 slot for one key value');
+    my @one = held($E, 'embo', 'embo', 1);
+    is(http_get($E, '/in?key=embo&ms=1')->{headers}{'x-ratelimit-limit'}, 1,
+       'the override decides');
+    $up->release('embo');
+    $one[0]->result(10);
+    # released as the request ends (its log phase), where one left to
+    # expire would hold on for two thirds of its hold at least
+    ok(wait_until(sub { http_get($E, '/rl/1/rules/inflight/keys/embo')
+                            ->{body} =~ /"remaining":1\b/ },
+                  timeout => 0.4, interval => 0.02),
+       'its slot released in the override\'s ring');
     $emb->stop;
 }
 
