@@ -1,7 +1,8 @@
 #!/bin/sh
 # embed.sh LUADIR > header
 # Writes a C header holding the Redis script: one chunk per algorithm
-# file, then the driver rl.lua. The SHA1 is computed by the module.
+# file (concurrency.lua, the in-flight limit, among them), then the
+# driver rl.lua. The SHA1 is computed by the module.
 # Redis runs the whole script on every call, and each function the top
 # level defines is a closure made on every call: so each algorithm's
 # chunk is a branch of one function, load(name), run only when a rule of
@@ -11,7 +12,7 @@
 # (per-key overrides, rarely met) is a branch too, load('(override)').
 set -e
 dir=$1
-windows="fixed_window sliding_window sliding_log"
+windows="fixed_window sliding_window sliding_log concurrency"
 buckets="token_bucket leaky_bucket gcra"
 
 line() {

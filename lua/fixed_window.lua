@@ -17,6 +17,9 @@
 --          one it has, set by the window's first write, ends there).
 -- refund(key, then_us, ...): c -= C (not below 0) if the window of
 --   then_us is still the stored one.
+-- charge(key, now_us, ...) -> the state's TTL in us and numbers: C
+--   counted at now whatever the limit (charge=, SPEC section 10: usage
+--   may exceed the limit, a debt later requests wait out).
 
 -- get(): lua/meter.lua
 
@@ -40,6 +43,10 @@ function M.check(key, now, limit, window, burst, cost, delay)
                w, count + cost
     end
     return false, left, reset, reset, 0
+end
+
+function M.charge(key, now, limit, window, burst, cost, delay)
+    return select(6, M.check(key, now, 2^53, window, burst, cost, delay))
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)

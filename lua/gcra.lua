@@ -21,6 +21,9 @@
 --   state  TAT = max(TAT, now) + C * w' units; the key lives until TAT.
 -- refund(key, then_us, ...): TAT -= C * w' units, not below then_us; the
 --   TTL shrinks by as much, the key goes once TAT is then_us.
+-- charge(key, now_us, ...) -> the state's TTL in us and numbers:
+--   TAT = max(TAT, now) + C * w' units whatever the tolerance (charge=,
+--   SPEC section 10: a debt later requests wait out).
 
 -- units(), level_figures(), rewrite(): lua/bucket.lua; get(): lua/meter.lua
 
@@ -62,6 +65,18 @@ function M.check(key, now, limit, window, burst, cost, delay)
                t + q, sum - q * n
     end
     return false, left, reset, retry, 0
+end
+
+function M.charge(key, now, limit, window, burst, cost, delay)
+    local w, n = units(limit, window)
+    local t, f = get(key, 16)
+    if t == nil or t < now then
+        t, f = now, 0
+    end
+    local sum = f + cost * w
+    local q = math.floor(sum / n)
+    f = sum - q * n
+    return t + q + (f > 0 and 1 or 0) - now, t + q, f
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)

@@ -23,27 +23,35 @@
 --          the key lives until the meter is empty.
 -- refund(key, then_us, ...): x -= C * w' (not below 0); the TTL shrinks
 --   by as much, the key goes once the meter is empty.
+-- charge(key, now_us, ...) -> the state's TTL in us and numbers:
+--   x += C * w' at now whatever the depth (charge=, SPEC section 10: a
+--   debt later requests wait out).
 
 -- units(), read(), in_units(), level_figures(), since(), rewrite():
 -- lua/bucket.lua; get(): lua/meter.lua
 
 local M = {}
 
-function M.check(key, now, limit, window, burst, cost, delay)
-    local w, n = units(limit, window)
-    local k = burst + 1
-    local need = cost * w
+-- level_at(key, now, w, n) -> the level at now, the state's time
+local function level_at(key, now, w, n)
     local t, x, u = read(key)
     if t ~= nil then
         x = in_units(x, u, w, true)
     end
-    local level = 0
     if t ~= nil and x > 0 then
         local elapsed = math.max(now - t, 0)
         if elapsed < math.ceil(x / n) then
-            level = x - elapsed * n
+            return x - elapsed * n, t
         end
     end
+    return 0, t
+end
+
+function M.check(key, now, limit, window, burst, cost, delay)
+    local w, n = units(limit, window)
+    local k = burst + 1
+    local need = cost * w
+    local level, t = level_at(key, now, w, n)
     local ok, left, reset, retry, wait =
         level_figures(level, need, k * w, k, cost, n, w, burst, delay)
     if ok then
@@ -52,6 +60,14 @@ function M.check(key, now, limit, window, burst, cost, delay)
                at, level + need, w
     end
     return false, left, reset, retry, 0
+end
+
+function M.charge(key, now, limit, window, burst, cost, delay)
+    local w, n = units(limit, window)
+    local level, t = level_at(key, now, w, n)
+    level = level + cost * w
+    local at = since(t, now)
+    return math.ceil(level / n) + at - now, at, level, w
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)

@@ -6,10 +6,11 @@
 -- default (spec flag 2) takes N as its capacity too. A word is split at
 -- its last '=', and NAME is compared whole: a rule whose name holds
 -- white space is never named. An N that is not a whole number from 1 to
--- 1e9 (sliding_log: 1e5), or that a bucket cannot compute exactly over
--- its window (src/core/algorithm.cpp exactArithmetic() for a cost up to
--- burst + 1: the bound nginx -t puts on a rule of a variable cost),
--- leaves the rule as it is; the first word naming the rule counts.
+-- 1e9 (sliding_log and concurrency: 1e5), or that a bucket cannot
+-- compute exactly over its window (src/core/algorithm.cpp
+-- exactArithmetic() for a cost up to burst + 1: the bound nginx -t puts
+-- on a rule of a variable cost), leaves the rule as it is; the first
+-- word naming the rule counts.
 --
 -- Returns f(v, on) -> the spec (rl.lua SPECS) the string `on` gives
 -- rule v: a new one, marked true at [8], or v itself. Each spec keeps
@@ -31,7 +32,7 @@ local function parse(v, on)
         end
     end
     if not n or n < 1 or n == v[2] or n > 1e9 or
-       (alg == 'sliding_log' and n > 1e5) then
+       ((alg == 'sliding_log' or alg == 'concurrency') and n > 1e5) then
         return nil
     end
     local burst = flags >= 2 and n or v[4]

@@ -3,7 +3,9 @@
 -- other in their order.
 --
 -- The build prepends one chunk per algorithm file (fixed_window.lua, ...),
--- each returning { check = f, refund = f } (sliding_log: and commit = f)
+-- each returning { check = f, refund = f } and, but for sliding_log,
+-- charge = f (sliding_log: and commit = f; concurrency.lua, the
+-- in-flight limit: commit = f, renew = f, slot = true, and no charge)
 -- and run only when needed: algorithm(name) gives it (lua/embed.sh),
 -- then this driver.
 --
@@ -19,7 +21,11 @@
 --   t       t <= 0: Redis' TIME plus t (the request arrived -t us before
 --           its batch left nginx; 0: TIME itself); t > 0: that time in
 --           us (tests; a refund sends its decision's)
---   k s c   the rule's key KEYS[k], its spec ARGV[s + 1], its cost c
+--   k s c   the rule's key KEYS[k], its spec ARGV[s + 1], its cost c;
+--           a concurrency rule's cost is 1, and its c is 8 bytes naming
+--           the request's slot (not a number: the member its key holds);
+--           8 zero bytes name none: a cost of 0 (a read, as the
+--           operator API's)
 -- ARGV[2..] the specs of the call's rules, each once: limit N,
 --           window_us W, burst B, delay D, flags (1: a dry run; 2: B
 --           is N's default, and follows an override of N), the length
@@ -27,7 +33,11 @@
 --           algorithm's name and the rule's (see src/core/script.hpp)
 -- ARGV[#ARGV] "refund" for a refund: give back what each request's
 --           decision, made at its time t, counted (another zone
---           rejected it)
+--           rejected it), and release its slots (the request ended);
+--           "renew": each record's slots expire a hold after its time
+--           t (their requests still run; other rules are not read);
+--           "charge": each rule counts c more units at its time t
+--           (charge=: c < 0 gives -c back, as a refund at t)
 --
 -- Numbers go packed, and specs once per call, because each argument
 -- costs Redis about as much as a short command, and parsing a decimal
@@ -65,7 +75,7 @@
 -- Redis expires keys on a millisecond clock, and before 7.2 a PEXPIRE of
 -- 1 may even delete the key at once when a millisecond ticks meanwhile
 -- (redis/redis#10300). For a request of t < 0, that time is -t us nearer.
--- Reply (refund): 1
+-- Reply (refund, renew, charge): 1
 --
 -- Leases (SPEC section 6): a request that asks for k units (n above) is
 -- decided as any other; if it is admitted, it is granted g, the most up
@@ -85,7 +95,10 @@
 -- its requests on one key share that GET and SET (meter.lua STATE).
 
 local last = #ARGV
-local refunding = ARGV[last] == 'refund'
+-- a refund, a renewal or a charge (the module's own calls, no request
+-- waits for them): every record is read, then each is done (pass 2)
+local mode = ARGV[last]
+local refunding = mode == 'refund' or mode == 'renew' or mode == 'charge'
 if refunding then
     last = last - 1
 end
@@ -194,6 +207,8 @@ end
 
 local H = ARGV[1] or ''
 local size = #H
+-- a concurrency rule's record naming no slot (cost 0: a read)
+local NOSLOT = '\0\0\0\0\0\0\0\0'
 
 local function bad(what, at)
     return redis.error_reply('ERR rl: bad arguments: ' .. what ..
@@ -255,6 +270,29 @@ local function flush()
     end
 end
 
+-- a charge (charge=): c units more in a rule at now (age us before
+-- Redis' clock), whatever its limit: the state its algorithm's charge()
+-- gives, written at once (a call of charges keeps no STATE: each record
+-- reads what the one before wrote)
+local function charge(key, alg, v, now, age, c)
+    if not alg.charge then
+        return  -- sliding_log, concurrency: the module never charges them
+    end
+    local ttl, a, b, x = alg.charge(key, now, v[2], v[3], v[4], c, v[5])
+    if STATE then
+        write(key, alg, ttl, age, a, b, x)
+        return
+    end
+    local state = x and struct.pack('<ddd', a, b, x)
+                  or struct.pack('<dd', a, b)
+    if ttl then
+        redis.call('SET', key, state, 'PX', px(ttl - age > 1 and ttl - age
+                                                              or 1))
+    else
+        redis.call('SET', key, state, 'KEEPTTL')
+    end
+end
+
 -- the reply, one string per rule, packed as it is decided, the clock
 -- in the first (one string of little-endian doubles in the end: hiredis
 -- makes one object of it, where an array of integers would be one per
@@ -273,10 +311,19 @@ local lease
 
 
 STATE = not refunding and {} or nil
+-- a charge call that gives nothing back keeps STATE as a decision does,
+-- and writes at the end (flush()): its records on one key share one
+-- MGET (the state with the override) and one SET. A charge below 0 is a
+-- refund, which writes at once: a call with one reads and writes Redis
+-- record by record.
+local giving
 
 -- A refund reads every record before it writes anything (pass 1); a
 -- decision writes at the end (flush()).
 for pass = refunding and 1 or 2, 2 do
+    if pass == 2 and mode == 'charge' and not giving then
+        STATE = {}
+    end
     local pos = 1
     while pos <= size do
         -- the request: n t, then its first rule k s c
@@ -298,7 +345,12 @@ for pass = refunding and 1 or 2, 2 do
         if v.err then
             return v
         end
-        if key == nil or cost < 0 then
+        local slot
+        if v[1].slot then
+            slot = string.sub(H, nxt - 8, nxt - 1)
+            cost = slot ~= NOSLOT and 1 or 0
+        end
+        if key == nil or (cost < 0 and mode ~= 'charge') then
             return bad('a rule', pos + 16)
         end
         pos = nxt
@@ -328,7 +380,7 @@ for pass = refunding and 1 or 2, 2 do
                     end
                 end
                 ok, left, reset, retry, wait, ttl, a, b, c =
-                    alg.check(key, now, v[2], v[3], v[4], cost, v[5])
+                    alg.check(key, now, v[2], v[3], v[4], cost, v[5], slot)
             end
             if ok then
                 if cost > 0 then
@@ -369,9 +421,10 @@ for pass = refunding and 1 or 2, 2 do
             -- nothing written before every rule is checked (a bad record
             -- after a check is an error reply for the whole call, and a
             -- decision call writes nothing before flush()). A refund
-            -- reads every rule (both passes: pending[3 * i - 2 ...] rule
-            -- i's key, spec, cost), then, in pass 2, gives each back
-            -- what the decision counted.
+            -- (a renewal, a charge) reads every rule (both passes:
+            -- pending[4 * i - 3 ...] rule i's key, spec, cost, slot),
+            -- then, in pass 2, gives each back what the decision
+            -- counted (renews its slot, charges it).
             pending = pending or {}
             local admitted, m = true, 0
             for i = 1, n do
@@ -382,14 +435,32 @@ for pass = refunding and 1 or 2, 2 do
                     if v.err then
                         return v
                     end
-                    if key == nil or cost < 0 then
+                    slot = nil
+                    if v[1].slot then
+                        slot = string.sub(H, nxt - 8, nxt - 1)
+            cost = slot ~= NOSLOT and 1 or 0
+                    end
+                    if key == nil or (cost < 0 and mode ~= 'charge') then
                         return bad('a rule', pos)
                     end
                     pos = nxt
                 end
                 if refunding then
-                    if pass == 2 then
+                    if pass == 2 and STATE then
+                        -- a charge: the key's state and override, read
+                        -- once per call (a block is no state for it)
+                        local blk = STATE[key]
+                        if blk == nil then
+                            blk = blocked(key, v)
+                        end
+                        if blk and #blk == 1 then
+                            STATE[key] = nil
+                        elseif ovr and OVR[key] then
+                            v = ovr(v, OVR[key])
+                        end
+                    elseif pass == 2 and mode ~= 'renew' and not slot then
                         -- what the decision read: the override, if any
+                        -- (a slot's release needs none)
                         local on = redis.call('MGET',
                                               string.sub(key, 1, -18))[1]
                         if on and string.find(on, LIMIT) then
@@ -397,8 +468,9 @@ for pass = refunding and 1 or 2, 2 do
                             v = ovr(v, on)
                         end
                     end
-                    pending[3 * i - 2], pending[3 * i - 1], pending[3 * i] =
-                        key, v, cost
+                    giving = giving or (mode == 'charge' and cost < 0)
+                    pending[4 * i - 3], pending[4 * i - 2] = key, v
+                    pending[4 * i - 1], pending[4 * i] = cost, slot
                 else
                     local alg = v[1]
                     local ok, left, reset, retry, wait, ttl, a, b, c
@@ -417,7 +489,8 @@ for pass = refunding and 1 or 2, 2 do
                             end
                         end
                         ok, left, reset, retry, wait, ttl, a, b, c =
-                            alg.check(key, now, v[2], v[3], v[4], cost, v[5])
+                            alg.check(key, now, v[2], v[3], v[4], cost, v[5],
+                                      slot)
                     end
                     if ok then
                         retry = -wait
@@ -468,9 +541,20 @@ for pass = refunding and 1 or 2, 2 do
             end
             if refunding then
                 for i = 1, pass == 2 and n or 0 do
-                    key, v, cost = pending[3 * i - 2], pending[3 * i - 1],
-                                   pending[3 * i]
-                    v[1].refund(key, now, v[2], v[3], v[4], cost, v[5])
+                    key, v = pending[4 * i - 3], pending[4 * i - 2]
+                    cost, slot = pending[4 * i - 1], pending[4 * i]
+                    local alg = v[1]
+                    if mode == 'renew' then
+                        if alg.renew then
+                            alg.renew(key, now, v[3], slot)
+                        end
+                    elseif mode == 'charge' and cost > 0 then
+                        charge(key, alg, v, now, age, cost)
+                    elseif mode == 'refund' or cost < 0 then
+                        -- (a charge below 0 gives back at its time)
+                        alg.refund(key, now, v[2], v[3], v[4],
+                                   cost < 0 and -cost or cost, v[5], slot)
+                    end
                 end
                 admitted = false
             end
@@ -539,11 +623,22 @@ for pass = refunding and 1 or 2, 2 do
         end
     end
 end
+-- what the slots' chunk (lua/concurrency.lua) writes at the end
+local slots = ALG['concurrency']
 if refunding then
+    if STATE then
+        flush()     -- a charge call's
+    end
+    if slots then
+        slots.flush()
+    end
     return 1
 end
 
 flush()
+if slots then
+    slots.flush()
+end
 if trailer then
     return table.concat(parts) .. table.concat(trailer)
 end

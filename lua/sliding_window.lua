@@ -21,6 +21,9 @@
 --          false when the key is window w's already: it ends there).
 -- refund(key, then_us, ...): uncount a request counted at then_us, in
 --   the current or the previous window.
+-- charge(key, now_us, ...) -> the state's TTL in us and numbers: C
+--   counted at now whatever the limit (charge=, SPEC section 10: usage
+--   may exceed the limit, a debt later requests wait out).
 
 -- get(): lua/meter.lua
 
@@ -85,6 +88,10 @@ function M.check(key, now, limit, window, burst, cost, delay)
     end
     return false, left, reset,
            retry_after(prev, cur, elapsed, window, limit, cost) + back, 0
+end
+
+function M.charge(key, now, limit, window, burst, cost, delay)
+    return select(6, M.check(key, now, 2^53, window, burst, cost, delay))
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)

@@ -24,26 +24,34 @@
 --          twice); the key lives until the bucket is full.
 -- refund(key, then_us, ...): x += C * w' (up to K * w'); the TTL
 --   shrinks by as much, the key goes once the bucket is full.
+-- charge(key, now_us, ...) -> the state's TTL in us and numbers:
+--   x -= C * w' at now whatever is left (charge=, SPEC section 10:
+--   tokens below 0 are a debt refilled before the next request fits).
 
 -- units(), read(), in_units(), since(), rewrite(): lua/bucket.lua
 
 local M = {}
 
-function M.check(key, now, limit, window, burst, cost, delay)
-    local w, n = units(limit, window)
-    local full = burst * w
-    local need = cost * w
+-- tokens_at(key, now, w, n, full) -> the tokens at now, the state's time
+local function tokens_at(key, now, w, n, full)
     local t, x, u = read(key)
     if t ~= nil then
         x = in_units(x, u, w, false)
     end
-    local tokens = full
     if t ~= nil and t ~= 0 and x < full then
         local elapsed = math.max(now - t, 0)
         if elapsed < math.ceil((full - x) / n) then
-            tokens = x + elapsed * n
+            return x + elapsed * n, t
         end
     end
+    return full, t
+end
+
+function M.check(key, now, limit, window, burst, cost, delay)
+    local w, n = units(limit, window)
+    local full = burst * w
+    local need = cost * w
+    local tokens, t = tokens_at(key, now, w, n, full)
     local left = 0
     if tokens > 0 then
         left = math.floor(tokens / w)
@@ -60,6 +68,15 @@ function M.check(key, now, limit, window, burst, cost, delay)
     end
     local retry = math.ceil((need - tokens) / n)
     return false, left, retry, retry, 0
+end
+
+function M.charge(key, now, limit, window, burst, cost, delay)
+    local w, n = units(limit, window)
+    local full = burst * w
+    local left, t = tokens_at(key, now, w, n, full)
+    left = left - cost * w
+    local at = since(t, now)
+    return math.ceil((full - left) / n) + at - now, at, left, w
 end
 
 function M.refund(key, now, limit, window, burst, cost, delay)

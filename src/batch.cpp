@@ -230,11 +230,31 @@ bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
     return true;
 }
 
+namespace {
+
+/* Rule k of the group's record: its slot for a concurrency rule, its
+ * signed units in a charge, else its cost. */
+unsigned char *record(unsigned char *p, const ngx_http_rl_group_t *g,
+                      ngx_uint_t k, size_t key, size_t spec, CallKind kind,
+                      const uint64_t *costs) {
+    if ((g->held >> k) & 1) {
+        return slotRecord(p, key, spec, g->slot_id);
+    }
+    if (kind == CallKind::Charge) {
+        return chargeRecord(p, key, spec, static_cast<int64_t>(costs[k]));
+    }
+    return ruleRecord(p, key, spec, costs[k]);
+}
+
+}  // namespace
+
 /* "*argc\r\n", the command, the script, the key count, the keys, the
  * head (each request's rule count and age, each rule's key, spec and
  * cost), the specs */
 size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
-                           ngx_log_t *log, bool refund) {
+                           ngx_log_t *log, CallKind kind) {
+    bool refund = kind == CallKind::Refund;
+    bool own = kind != CallKind::Decide;
     size_t requests = 0;
     size_t rules = 0;
     for (Call *c = first; c != nullptr; c = c->next) {
@@ -253,7 +273,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
     size_t headLen = requestBytes(0) * requests +
                      (requestBytes(1) - requestBytes(0)) * rules;
-    size_t argc = 4 + nkeys_ + nspecs_ + (refund ? 1 : 0);
+    size_t argc = 4 + nkeys_ + nspecs_ + (own ? 1 : 0);
     size_t size = 1 + NGX_INT64_LEN + 2 + 7 + scriptLen + NGX_INT64_LEN +
                   headLen + argc * kBulkOverhead + 6;
     for (size_t k = 0; k < nkeys_; k++) {
@@ -296,9 +316,9 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
         int64_t waited = nowUs - g->sent_us;
         g->age_us = waited > 0 ? waited : 0;
         p = requestHead(p, g->nrules, refund ? g->now_us : -g->age_us,
-                        refund ? 0 : g->lease_ask);
+                        own ? 0 : g->lease_ask);
         for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
-            p = ruleRecord(p, ruleKey_[i], ruleSpec_[i], g->costs[k]);
+            p = record(p, g, k, ruleKey_[i], ruleSpec_[i], kind, g->costs);
         }
     }
     p = bulkEnd(p);
@@ -306,14 +326,15 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     for (size_t s = 0; s < nspecs_; s++) {
         p = bulk(p, specs_[s]->data, specs_[s]->len);
     }
-    if (refund) {
-        p = bulk(p, "refund", 6);
+    if (own) {
+        std::string_view word = callWord(kind);
+        p = bulk(p, word.data(), word.size());
     }
     return static_cast<size_t>(p - buf_);
 }
 
 Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
-                 int64_t thenUs, const uint64_t *costs) {
+                 int64_t thenUs, const uint64_t *costs, CallKind kind) {
     /* hiredis copies the arguments: they live on the stack */
     constexpr size_t kMaxArgs = 5 + 2 * kMaxRulesPerCall;
     const char *argv[kMaxArgs];
@@ -337,19 +358,21 @@ Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
     }
     argv[2] = reinterpret_cast<char *>(count);
     argvlen[2] = static_cast<size_t>(decimal(count, n) - count);
-    /* keys and specs in rule order, each rule its own record */
-    u_char *p = requestHead(head, n, thenUs);
+    /* keys and specs in rule order, each rule its own record; a renewal
+     * or a charge at Redis' time (t = 0) */
+    u_char *p = requestHead(head, n, kind == CallKind::Refund ? thenUs : 0);
     for (ngx_uint_t k = 0; k < n; k++) {
         argv[3 + k] = reinterpret_cast<char *>(g->keys[k].data);
         argvlen[3 + k] = g->keys[k].len;
         argv[4 + n + k] = reinterpret_cast<char *>(g->specs[k]->data);
         argvlen[4 + n + k] = g->specs[k]->len;
-        p = ruleRecord(p, k + 1, k + 1, costs[k]);
+        p = record(p, g, k, k + 1, k + 1, kind, costs);
     }
     argv[3 + n] = reinterpret_cast<char *>(head);
     argvlen[3 + n] = static_cast<size_t>(p - head);
-    argv[argc - 1] = "refund";
-    argvlen[argc - 1] = 6;
+    std::string_view word = callWord(kind);
+    argv[argc - 1] = word.data();
+    argvlen[argc - 1] = word.size();
     return link->refund(g, static_cast<int>(argc), argv, argvlen, asking);
 }
 

@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include "core/script.hpp"
 #include "ngx.hpp"
 
 #include "core/script.hpp"
@@ -31,13 +32,14 @@ struct Call {
     bool                  asking;    /* after ASKING (an ASK redirection) */
 };
 
-/* Calls sent as one script call, in order: decisions, or refunds (a
- * lease's returns, each call a record at its own time). */
+/* Calls sent as one script call, in order: decisions, or the worker's
+ * own calls of one kind: refunds (a lease's returns, each call a record
+ * at its own time; releases of slots), renewals of slots, charges. */
 struct Batch {
-    Link   *link;
-    Call   *first;
-    Batch  *next;                    /* free list */
-    bool    refund;
+    Link     *link;
+    Call     *first;
+    Batch    *next;                  /* free list */
+    CallKind  kind;
 };
 
 /* At most this many requests, and about this many keys, per call (the
@@ -105,10 +107,11 @@ public:
      * reply), with EVAL (the script's text) or EVALSHA; `nowUs` is the
      * monotonic time it leaves at. A refund's records are at their
      * groups' now_us (the time the refund gives back at) and the call
-     * ends with "refund". Returns its length, or 0 when out of memory or
-     * when no request is left. */
+     * ends with "refund"; a renewal's or a charge's are at the time they
+     * leave, and end with "renew" or "charge". Returns its length, or 0
+     * when out of memory or when no request is left. */
     size_t build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log,
-                 bool refund = false);
+                 CallKind kind = CallKind::Decide);
 
     const char *data() const { return reinterpret_cast<char *>(buf_); }
 
@@ -138,12 +141,16 @@ private:
 };
 
 /* A refund: give back costs[k] in each rule k of the group, counted at
- * thenUs (src/core/script.hpp: EVALSHA sha n keys head specs refund;
- * EVAL with the script's text when `eval`, Redis having lost it), on
- * its own (after ASKING when `asking`). The group hears of it through
- * ngx_http_rl_refund_done(). NULL when it could not be sent. */
+ * thenUs, and release its slots (src/core/script.hpp: EVALSHA sha n
+ * keys head specs refund; EVAL with the script's text when `eval`,
+ * Redis having lost it), on its own (after ASKING when `asking`); or
+ * another of the worker's own calls (a renewal of the group's slots, a
+ * charge of costs[k] as signed units, at Redis' time). The group hears
+ * of it through ngx_http_rl_refund_done(). NULL when it could not be
+ * sent. */
 Call *sendRefund(Link *link, ngx_http_rl_group_t *group, bool asking,
-                 bool eval, int64_t thenUs, const uint64_t *costs);
+                 bool eval, int64_t thenUs, const uint64_t *costs,
+                 CallKind kind = CallKind::Refund);
 
 /* The part of a batch's reply for a call of `rules` rules starting at
  * byte *at (advanced past it; the first part starts at kClockBytes): a

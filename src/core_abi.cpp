@@ -18,6 +18,9 @@ static_assert(sizeof(rl_outcome_t) == sizeof(rl::RuleOutcome),
               "rl_outcome_t mirrors rl::RuleOutcome");
 static_assert(RL_RULE_ID_LEN == rl::kRuleIdLen, "rule id length");
 static_assert(RL_MAX_RULES == rl::kMaxRulesPerCall, "rules per call");
+static_assert(RL_ALGORITHM_CONCURRENCY ==
+                  static_cast<int>(rl::Algorithm::Concurrency),
+              "the in-flight limit's algorithm");
 static_assert(RL_STATE_KEY_MAX == 1 + rl::kMaxPlainValue + 2 + rl::kRuleIdLen &&
                   rl::kDigestValueLen <= rl::kMaxPlainValue,
               "the longest state key");

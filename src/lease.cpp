@@ -305,7 +305,6 @@ bool install(Worker *w, Call *c, const rl_outcome_t *out, int64_t g,
         } else {
             /* nobody holds it: it goes back as it came */
             c->kind = Kind::Return;
-            c->thenUs = grantedAt;
             c->group.now_us = grantedAt;
             for (ngx_uint_t k = 0; k < n; k++) {
                 c->group.costs[k] = static_cast<uint64_t>(g);
@@ -422,8 +421,9 @@ using lease::Stripe;
 using lease::Worker;
 
 bool leasable(const ngx_http_rl_group_t *g) {
-    if (g->zone->lease == 0 || ngx_http_rl_embedded(g->zone)) {
-        return false;
+    if (g->zone->lease == 0 || ngx_http_rl_embedded(g->zone) ||
+        g->held != 0) {
+        return false;   /* (nor slots: SPEC section 9) */
     }
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         const ngx_http_rl_rule_t *rule = lease::ruleOf(g, k);

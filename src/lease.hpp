@@ -89,7 +89,8 @@ enum class Kind : uint8_t { Grant, Return };
 
 /* A lease's own call: a group the worker owns (group.ctx is NULL),
  * with its keys, specs, costs (a return's units), each rule's fixed
- * window and its entry's key in the same block. */
+ * window and its entry's key in the same block; a return gives back at
+ * the grant's time, its group's now_us. */
 struct Call {
     ngx_http_rl_group_t     group;
     ngx_queue_t             queue;      /* the worker's calls, or its
@@ -99,7 +100,6 @@ struct Call {
     ngx_http_rl_zone_t     *zone;
     ngx_str_t               id;         /* its entry's key */
     uint32_t                hash;
-    int64_t                 thenUs;     /* a return: the grant's time */
     int64_t                *windowUs;   /* per rule, as RuleLease's */
     bool                    counted;    /* a return counted as written */
 };
@@ -198,7 +198,8 @@ void endValue(Worker *w, const ngx_str_t &block);
 namespace rl {
 
 /* Whether the group may be decided from a lease: its zone has lease=,
- * and none of its rules is a dry run or shapes (delay=). */
+ * and none of its rules is a dry run, shapes (delay=) or holds a slot
+ * (concurrency=). */
 bool leasable(const ngx_http_rl_group_t *g);
 
 /* The group's request spends from its lease: true and its outcomes

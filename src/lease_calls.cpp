@@ -10,6 +10,7 @@
 #include "batch.hpp"
 #include "clock.hpp"
 #include "core/reply.hpp"
+#include "owned_call.hpp"
 #include "redis_link.hpp"
 
 namespace rl {
@@ -126,35 +127,11 @@ size_t textBytes(const Lease *l) {
     return n;
 }
 
-ngx_http_rl_link_t *linkOf(Worker *w, const Call *c) {
-    ngx_http_rl_store_t *store = w->rmcf->stores != nullptr
-                                     ? w->rmcf->stores[c->zone->index]
-                                     : nullptr;
-    return store != nullptr ? ngx_http_rl_store_route(store, c->group.slot)
-                            : nullptr;
-}
-
 /* A return: for the first time, with the other returns of this turn to
- * its link; or again (its retry), on its own. */
+ * its link; or again (its retry), on its own (at the grant's time, its
+ * group's now_us). */
 bool sendReturn(Worker *w, Call *c, int retry) {
-    if (retry == NGX_HTTP_RL_RETRY_NONE) {
-        auto *link = reinterpret_cast<Link *>(linkOf(w, c));
-        rl::Call *queued = link != nullptr ? link->queueRefund(&c->group)
-                                           : nullptr;
-        c->group.call = reinterpret_cast<ngx_http_rl_call_t *>(queued);
-        return queued != nullptr;
-    }
-    bool asking = retry == NGX_HTTP_RL_RETRY_ASK;
-    auto *link = reinterpret_cast<Link *>(asking ? c->group.ask
-                                                 : linkOf(w, c));
-    if (link == nullptr) {
-        return false;
-    }
-    rl::Call *sent = sendRefund(link, &c->group, asking,
-                                retry == NGX_HTTP_RL_RETRY_EVAL, c->thenUs,
-                                c->group.costs);
-    c->group.call = reinterpret_cast<ngx_http_rl_call_t *>(sent);
-    return sent != nullptr;
+    return sendOwned(w->rmcf, &c->group, CallKind::Refund, retry);
 }
 
 void onHold(ngx_event_t *ev) noexcept {
@@ -211,8 +188,7 @@ Call *returnOf(Worker *w, const Lease *l, const int64_t *costs,
         c->group.costs[k] = units > 0 ? static_cast<uint64_t>(units) : 0;
     }
     c->group.slot = l->slot;
-    c->group.now_us = thenUs;   /* what a queued refund's record says */
-    c->thenUs = thenUs;
+    c->group.now_us = thenUs;   /* what its refund's record says */
     return c;
 }
 
@@ -281,7 +257,8 @@ void send(Worker *w, Outbox *out) {
         Call *c = out->calls[i];
         bool sent;
         if (c->kind == Kind::Grant) {
-            ngx_http_rl_link_t *link = linkOf(w, c);
+            ngx_http_rl_link_t *link = linkOf(w->rmcf, c->zone,
+                                              c->group.slot);
             c->group.call = link != nullptr
                                 ? ngx_http_rl_link_send(link, &c->group)
                                 : nullptr;

@@ -113,16 +113,21 @@ u_char *header(u_char *p, const char *name, const char *type,
                        type);
 }
 
+bool anyRule(const ngx_http_rl_rule_t *) { return true; }
+
 /* f(p, entry, stats) for each rule's counters once (rules of one zone
- * and name share them), those shown */
-template <typename F>
-u_char *eachRule(u_char *p, ngx_http_rl_main_conf_t *rmcf, F f) {
+ * and name share them), those shown, of the rules for which want(rule)
+ * holds */
+template <typename F, typename Want = decltype(&anyRule)>
+u_char *eachRule(u_char *p, ngx_http_rl_main_conf_t *rmcf, F f,
+                 Want want = anyRule) {
     auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         ngx_http_rl_rule_stats_t *s = rules[i]->stats;
-        bool seen = s == nullptr;
+        bool seen = s == nullptr || !want(rules[i]);
         for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = rules[j]->stats == s; /* identical rules share */
+            /* identical rules share */
+            seen = rules[j]->stats == s && want(rules[j]);
         }
         if (!seen && entryOf(s)->kind != kFree) {
             p = f(p, entryOf(s), s);
@@ -174,6 +179,44 @@ u_char *usage(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
         p = ruleSeries(p, "rl_usage_ratio_count", 20, e);
         return ngx_sprintf(p, "\"} %uA\n", total);
     });
+}
+
+/* rl_inflight (concurrency= rules) and rl_charges_total (charge=) */
+u_char *gateway(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
+    ngx_uint_t after = ngx_http_rl_after_rules(rmcf);
+    if (after & 1) {
+        p = header(p, "rl_inflight", "gauge",
+                   "Slots of concurrency= rules this instance's requests "
+                   "hold now.");
+        p = eachRule(
+            p, rmcf,
+            [](u_char *q, Entry *e, ngx_http_rl_rule_stats_t *s) {
+                q = ruleSeries(q, "rl_inflight", 11, e);
+                return ngx_sprintf(q, "\"} %uA\n", s->inflight);
+            },
+            [](const ngx_http_rl_rule_t *r) {
+                return r->algorithm == RL_ALGORITHM_CONCURRENCY;
+            });
+    }
+    if (after & 2) {
+        p = header(p, "rl_charges_total", "counter",
+                   "Charges of charge= rules as requests ended: sent to "
+                   "the store, lost (not counted), invalid values.");
+        p = eachRule(
+            p, rmcf,
+            [](u_char *q, Entry *e, ngx_http_rl_rule_stats_t *s) {
+                static const char *const result[] = {"sent", "lost",
+                                                     "invalid"};
+                for (int k = 0; k < NGX_HTTP_RL_CHARGE_RESULTS; k++) {
+                    q = ruleSeries(q, "rl_charges_total", 16, e);
+                    q = ngx_sprintf(q, "\",result=\"%s\"} %uA\n", result[k],
+                                    s->charges[k]);
+                }
+                return q;
+            },
+            [](const ngx_http_rl_rule_t *r) { return r->charge_cv != nullptr; });
+    }
+    return p;
 }
 
 u_char *latency(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n) {
@@ -370,8 +413,10 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
     /* every line is at most two labels of kLabel escaped bytes plus a
      * name, a value and punctuation */
     size_t line = 4 * kLabel + 128;
+    /* per rule: its outcomes, usage buckets, sum and count, rl_inflight
+     * and three rl_charges_total */
     size_t size = 4096 + line * ((NGX_HTTP_RL_OUTCOMES +
-                                  NGX_HTTP_RL_USAGE_BUCKETS + 2) *
+                                  NGX_HTTP_RL_USAGE_BUCKETS + 2 + 4) *
                                      rmcf->rules.nelts +
                                  (NGX_HTTP_RL_LATENCY_BUCKETS + 15) * nz);
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
@@ -409,6 +454,7 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
                     "room in the zone's shared memory.",
                     offsetof(ngx_http_rl_zone_stats_t, evictions));
         p = leaseUnits(p, zones, nz);
+        p = gateway(p, rmcf);
     }
     b->last = p;
     b->last_buf = (r == r->main) ? 1 : 0;

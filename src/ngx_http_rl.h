@@ -55,6 +55,10 @@
 #define NGX_HTTP_RL_MAX_COST            1000000
 #define NGX_HTTP_RL_MAX_PREFIX          64
 #define NGX_HTTP_RL_MAX_LOG             100000
+/* concurrency=: at most this many slots per key (shared memory keeps
+ * 16 bytes a slot), hold= from 1 s to a day */
+#define NGX_HTTP_RL_MAX_CONCURRENCY     100000
+#define NGX_HTTP_RL_DEFAULT_HOLD        60000
 
 
 typedef struct ngx_http_rl_store_s  ngx_http_rl_store_t;
@@ -84,10 +88,20 @@ typedef struct {
     ngx_atomic_t                errors;     /* error replies from Redis */
 } ngx_http_rl_zone_stats_t;
 
+/* rl_charges_total results, per rule with charge= */
+#define NGX_HTTP_RL_CHARGE_SENT         0
+#define NGX_HTTP_RL_CHARGE_LOST         1
+#define NGX_HTTP_RL_CHARGE_INVALID      2
+#define NGX_HTTP_RL_CHARGE_RESULTS      3
+
 typedef struct {
     ngx_atomic_t                outcomes[NGX_HTTP_RL_OUTCOMES];
     ngx_atomic_t                usage[NGX_HTTP_RL_USAGE_BUCKETS];
     ngx_atomic_t                usage_sum;  /* thousandths */
+    /* in-flight limits and charges (src/inflight.cpp, src/charges.cpp) */
+    ngx_atomic_t                inflight;   /* rl_inflight: slots held */
+    ngx_atomic_t                charges[NGX_HTTP_RL_CHARGE_RESULTS];
+    ngx_atomic_t                charge_warned; /* minute of the last warn */
 } ngx_http_rl_rule_stats_t;
 
 
@@ -159,7 +173,10 @@ typedef struct {
     ngx_http_rl_zone_t         *zone;
     ngx_http_complex_value_t    key;
     ngx_str_t                   name;
-    ngx_uint_t                  algorithm;  /* rl::Algorithm */
+    ngx_uint_t                  algorithm;  /* rl::Algorithm; for
+                                               concurrency=N (SPEC 9,
+                                               src/inflight.cpp) limit is
+                                               N, window_us the hold= */
     uint64_t                    limit;
     ngx_str_t                   limit_text; /* in decimal, for headers */
     uint64_t                    window_us;
@@ -168,6 +185,8 @@ typedef struct {
     uint64_t                    delay;      /* effective */
     uint64_t                    cost;       /* when constant */
     ngx_http_complex_value_t   *cost_cv;    /* cost=$variable */
+    ngx_http_complex_value_t   *charge_cv;  /* charge=, or NULL
+                                               (src/charges.cpp) */
     ngx_uint_t                  dry_run;
     uint32_t                    config_crc; /* of the script arguments */
     ngx_http_rl_rule_stats_t   *stats;      /* in the metrics zone */
@@ -191,6 +210,8 @@ typedef struct {
     ngx_shm_zone_t             *top;        /* top limited keys (rl_api) */
     ngx_uint_t                  api;        /* a location has rl_api */
     void                       *lease_worker; /* per worker (lease.cpp) */
+    void                       *inflight_worker; /* (inflight.cpp) */
+    void                       *charge_worker;   /* (charges.cpp) */
     ngx_resolver_t             *resolver;   /* the http block's, if any */
     ngx_msec_t                  resolver_timeout;
 } ngx_http_rl_main_conf_t;
@@ -208,7 +229,9 @@ typedef struct {
 
 /* The rules of one request that go to one zone (in a cluster, to one
  * slot of it): one script call. */
-typedef struct {
+typedef struct ngx_http_rl_group_s  ngx_http_rl_group_t;
+
+struct ngx_http_rl_group_s {
     ngx_http_rl_zone_t         *zone;
     ngx_uint_t                  slot;       /* in a cluster, else 0 */
     struct ngx_http_rl_ctx_s   *ctx;
@@ -226,6 +249,15 @@ typedef struct {
                                                lease (a lease's own call) */
     uint64_t                    lease_want; /* units to ask once it left */
     int64_t                     lease_grant; /* spent from this grant */
+    uint64_t                    held;       /* bit k: rule k is a
+                                               concurrency= rule (SPEC 9) */
+    uint64_t                    slot_id;    /* the request's slot in them */
+    void                       *hold;       /* the slots it holds while the
+                                               request runs (inflight.cpp) */
+    /* a call of the worker's own (ctx NULL, not a lease's) was answered:
+     * retry is NGX_HTTP_RL_RETRY_* (src/owned_call.hpp) */
+    void                      (*owned_done)(ngx_http_rl_group_t *group,
+                                            int retry);
     unsigned                    done:1;
     unsigned                    error:1;
     unsigned                    allowed:1;
@@ -235,7 +267,7 @@ typedef struct {
     unsigned                    local:1;    /* decided by failure=local */
     unsigned                    leased:1;   /* spent from a lease */
     unsigned                    redirects:2; /* MOVED or ASK followed */
-} ngx_http_rl_group_t;
+};
 
 
 typedef struct ngx_http_rl_ctx_s {
@@ -259,6 +291,7 @@ typedef struct ngx_http_rl_ctx_s {
     unsigned                    resumed:1;
     unsigned                    finished:1;
     unsigned                    headers_done:1;
+    unsigned                    charged:1;  /* its charges went */
 } ngx_http_rl_ctx_t;
 
 
@@ -374,6 +407,16 @@ void ngx_http_rl_shm_usage(ngx_http_rl_zone_t *zone, size_t *used,
  * of one of its rules */
 void ngx_http_rl_shm_check(ngx_conf_t *cf, ngx_http_rl_main_conf_t *rmcf)
     RL_NOEXCEPT;
+/* a concurrency rule's slot (key: its state key less the prefix) is
+ * released, or renewed (renew), in its node's ring whatever N made it */
+void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *zone,
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *key, uint64_t slot,
+    ngx_uint_t renew) RL_NOEXCEPT;
+/* a charge: units more in the rule for the key value (below 0: given
+ * back); NGX_ERROR when the zone has no room */
+ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *zone,
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *value, int64_t units)
+    RL_NOEXCEPT;
 
 /* metrics.cpp: the rl_metrics endpoint and its shared counters */
 ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,
@@ -433,9 +476,25 @@ void ngx_http_rl_lease_forget(ngx_http_rl_main_conf_t *rmcf,
  * exit) */
 void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 
+/* inflight.cpp, charges.cpp: in-flight limits and charges (SPEC 9, 10),
+ * per worker; exit releases what the worker's requests hold, before the
+ * links go; free frees what the links let go of, after */
+ngx_int_t ngx_http_rl_inflight_init(ngx_cycle_t *cycle,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_charges_init(ngx_cycle_t *cycle,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+/* whether a rule has concurrency= (1), charge= (2), both (3), neither */
+ngx_uint_t ngx_http_rl_after_rules(ngx_http_rl_main_conf_t *rmcf)
+    RL_NOEXCEPT;
+
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     ngx_http_rl_loc_conf_t *lcf) RL_NOEXCEPT;
+/* the request ends (its log phase): its charges, its slots released */
+void ngx_http_rl_request_end(ngx_http_request_t *r) RL_NOEXCEPT;
 /* limits: per rule of the group, a key value's override of its N (0:
  * none), or NULL for none; grant: the units its lease was granted (a
  * lease's own call) */

@@ -28,6 +28,15 @@ typedef struct {
     ngx_uint_t                  nodelay;
     ngx_str_t                   burst_text;
     ngx_str_t                   delay_text;
+    ngx_int_t                   concurrency; /* -1: not given */
+    ngx_msec_t                  hold;       /* NGX_CONF_UNSET_MSEC */
+    /* each parameter as written, when given (empty: not given) */
+    ngx_str_t                   rate_text;
+    ngx_str_t                   algorithm_text;
+    ngx_str_t                   cost_text;
+    ngx_str_t                   charge_text;
+    ngx_str_t                   concurrency_text;
+    ngx_str_t                   hold_text;
 } ngx_http_rl_rule_args_t;
 
 
@@ -86,6 +95,14 @@ static char *ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_http_rl_rule_args_t *ra);
 static char *ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_http_rl_rule_args_t *ra);
+static char *ngx_http_rl_rule_inflight(ngx_conf_t *cf,
+    ngx_http_rl_rule_t *rule, ngx_http_rl_rule_args_t *ra);
+static char *ngx_http_rl_rule_charge(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value);
+static char *ngx_http_rl_rule_identity(ngx_conf_t *cf,
+    ngx_http_rl_rule_t *rule, ngx_str_t *name, uint64_t window_us);
+static ngx_int_t ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_complex_value_t **cv);
 static char *ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
 static ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf,
     ngx_str_t *name);
@@ -1017,6 +1034,8 @@ ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_set(&ra.algorithm, "sliding_window");
     ra.burst = -1;
     ra.delay = -1;
+    ra.concurrency = -1;
+    ra.hold = NGX_CONF_UNSET_MSEC;
     rule->cost = 1;
 
     rule->file = cf->conf_file->file.name.data;
@@ -1063,9 +1082,9 @@ static char *
 ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value, ngx_http_rl_rule_args_t *ra)
 {
-    size_t                             i;
-    ngx_str_t                          s;
-    ngx_http_compile_complex_value_t   ccv;
+    size_t                     i;
+    ngx_str_t                  s;
+    ngx_http_complex_value_t  *cv;
 
     if (ngx_strncmp(value->data, "zone=", 5) == 0) {
         s.data = value->data + 5;
@@ -1089,13 +1108,9 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
             return NGX_CONF_ERROR;
         }
 
-        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+        cv = &rule->key;
 
-        ccv.cf = cf;
-        ccv.value = &s;
-        ccv.complex_value = &rule->key;
-
-        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        if (ngx_http_rl_compile(cf, &s, &cv) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
 
@@ -1103,15 +1118,57 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     }
 
     if (ngx_strncmp(value->data, "rate=", 5) == 0) {
+        ra->rate_text = *value;
         ra->rate.data = value->data + 5;
         ra->rate.len = value->len - 5;
         return NGX_CONF_OK;
     }
 
     if (ngx_strncmp(value->data, "algorithm=", 10) == 0) {
+        ra->algorithm_text = *value;
         ra->algorithm.data = value->data + 10;
         ra->algorithm.len = value->len - 10;
         return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "concurrency=", 12) == 0) {
+        ra->concurrency_text = *value;
+        ra->concurrency = ngx_atoi(value->data + 12, value->len - 12);
+
+        if (ra->concurrency < 1
+            || ra->concurrency > NGX_HTTP_RL_MAX_CONCURRENCY)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid concurrency \"%V\": a number of "
+                               "requests from 1 to %d", value,
+                               NGX_HTTP_RL_MAX_CONCURRENCY);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "hold=", 5) == 0) {
+        ra->hold_text = *value;
+        s.data = value->data + 5;
+        s.len = value->len - 5;
+        ra->hold = ngx_parse_time(&s, 0);
+
+        if (ra->hold == (ngx_msec_t) NGX_ERROR || ra->hold < 1000
+            || ra->hold > 86400000)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid hold \"%V\": a time from 1s "
+                               "to 1d", value);
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "charge=", 7) == 0) {
+        ra->charge_text = *value;
+        return ngx_http_rl_rule_charge(cf, rule, value);
     }
 
     if (ngx_strncmp(value->data, "name=", 5) == 0) {
@@ -1174,6 +1231,7 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     }
 
     if (ngx_strncmp(value->data, "cost=", 5) == 0) {
+        ra->cost_text = *value;
         return ngx_http_rl_rule_cost(cf, rule, value);
     }
 
@@ -1187,9 +1245,8 @@ static char *
 ngx_http_rl_rule_cost(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value)
 {
-    ngx_int_t                          n;
-    ngx_str_t                          s;
-    ngx_http_compile_complex_value_t   ccv;
+    ngx_int_t   n;
+    ngx_str_t   s;
 
     s.data = value->data + 5;
     s.len = value->len - 5;
@@ -1207,18 +1264,33 @@ ngx_http_rl_rule_cost(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_OK;
     }
 
-    rule->cost_cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
-    if (rule->cost_cv == NULL) {
+    if (ngx_http_rl_compile(cf, &s, &rule->cost_cv) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
-    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+    return NGX_CONF_OK;
+}
 
-    ccv.cf = cf;
-    ccv.value = &s;
-    ccv.complex_value = rule->cost_cv;
 
-    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+/* charge=VALUE (SPEC section 10): evaluated when the request ends
+ * (src/charges.cpp) */
+
+static char *
+ngx_http_rl_rule_charge(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *value)
+{
+    ngx_str_t  s;
+
+    s.data = value->data + 7;
+    s.len = value->len - 7;
+
+    if (s.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid charge \"%V\"", value);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_http_rl_compile(cf, &s, &rule->charge_cv) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -1230,10 +1302,8 @@ static char *
 ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_http_rl_rule_args_t *ra)
 {
-    int          alg;
-    char        *rv;
-    size_t       len;
-    const char  *name;
+    int    alg;
+    char  *rv;
 
     if (rule->zone == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -1247,9 +1317,21 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_ERROR;
     }
 
+    if (ra->concurrency > 0) {
+        return ngx_http_rl_rule_inflight(cf, rule, ra);
+    }
+
+    if (ra->hold_text.len) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\": \"hold\" needs "
+                           "\"concurrency\"", &ra->hold_text);
+        return NGX_CONF_ERROR;
+    }
+
     if (ra->rate.data == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"rl_rule\" must have \"rate\" parameter");
+                           "\"rl_rule\" must have \"rate\" or "
+                           "\"concurrency\" parameter");
         return NGX_CONF_ERROR;
     }
 
@@ -1272,6 +1354,17 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 
     rule->algorithm = (ngx_uint_t) alg;
 
+    /* the log keeps no count a charge could add to */
+
+    if (rule->charge_cv != NULL
+        && ngx_strncmp(ra->algorithm.data, "sliding_log", 11) == 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" for algorithm \"%V\"",
+                           &ra->charge_text, &ra->algorithm);
+        return NGX_CONF_ERROR;
+    }
+
     /* the log holds N times per key, in Redis and in shared memory */
 
     if (rule->limit > NGX_HTTP_RL_MAX_LOG
@@ -1293,8 +1386,61 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
      * state's identity, so rules without name= and of other rates never
      * share state; a rule keeps its usage across a change of N under a
      * name= */
+    return ngx_http_rl_rule_identity(cf, rule, &ra->rate, rule->window_us);
+}
+
+
+/* concurrency=N [hold=TIME] (SPEC section 9): slots, not a rate; what
+ * a rate takes, it does not. Its state is named without the hold, so a
+ * change of hold= keeps the slots held. */
+
+static char *
+ngx_http_rl_rule_inflight(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra)
+{
+    ngx_uint_t   i;
+    ngx_str_t   *rate[6];
+
+    static ngx_str_t  nodelay = ngx_string("nodelay");
+
+    rate[0] = &ra->rate_text;
+    rate[1] = &ra->algorithm_text;
+    rate[2] = &ra->burst_text;
+    rate[3] = ra->nodelay ? &nodelay : &ra->delay_text;
+    rate[4] = &ra->cost_text;
+    rate[5] = &ra->charge_text;
+
+    for (i = 0; i < 6; i++) {
+        if (rate[i]->len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" with \"%V\"",
+                               rate[i], &ra->concurrency_text);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    rule->algorithm = RL_ALGORITHM_CONCURRENCY;
+    rule->limit = (uint64_t) ra->concurrency;
+    rule->window_us = (uint64_t) (ra->hold != NGX_CONF_UNSET_MSEC
+                                  ? ra->hold : NGX_HTTP_RL_DEFAULT_HOLD)
+                      * 1000;
+
+    return ngx_http_rl_rule_identity(cf, rule, &ra->concurrency_text, 0);
+}
+
+
+/* The rule's name (default: as written, `name`), its state's id (with
+ * this window), and its spec. */
+
+static char *
+ngx_http_rl_rule_identity(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *name, uint64_t window_us)
+{
+    size_t       len;
+    const char  *alg;
+
     if (rule->name.len == 0) {
-        rule->name = ra->rate;
+        rule->name = *name;
     }
 
     if (rule->name.len > NGX_HTTP_RL_MAX_NAME) {
@@ -1304,11 +1450,11 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_ERROR;
     }
 
-    name = rl_algorithm_name(alg, &len);
+    alg = rl_algorithm_name((int) rule->algorithm, &len);
 
     if (rl_rule_id((char *) rule->zone->name.data, rule->zone->name.len,
-                   (char *) rule->name.data, rule->name.len, name, len,
-                   rule->window_us, (char *) rule->key.value.data,
+                   (char *) rule->name.data, rule->name.len, alg, len,
+                   window_us, (char *) rule->key.value.data,
                    rule->key.value.len, rule->id)
         != 0)
     {
@@ -1523,6 +1669,32 @@ ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t first,
     }
 
     return NGX_OK;
+}
+
+
+/* A parameter's value with variables (key=, cost=, charge=), compiled
+ * into *cv, made first when NULL. */
+
+static ngx_int_t
+ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_complex_value_t **cv)
+{
+    ngx_http_compile_complex_value_t  ccv;
+
+    if (*cv == NULL) {
+        *cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+        if (*cv == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = value;
+    ccv.complex_value = *cv;
+
+    return ngx_http_compile_complex_value(&ccv);
 }
 
 

@@ -122,7 +122,9 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
 
 /*
  * draft-ietf-httpapi-ratelimit-headers-10:
- *     RateLimit-Policy: "NAME";q=N;w=SECONDS, ...   (every rule applied)
+ *     RateLimit-Policy: "NAME";q=N;w=SECONDS, ...   (every rule applied;
+ *                       a concurrency= rule's: "NAME";q=N;
+ *                       qu="concurrent-requests", no window)
  *     RateLimit: "NAME";r=REMAINING;t=RESET          (the binding rule)
  */
 
@@ -142,7 +144,8 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
 
     len = 0;
     for (i = 0; i < n; i++) {
-        len += 2 * rules[i].name.len + 2 * NGX_INT64_LEN + 16;
+        len += 2 * rules[i].name.len + 2 * NGX_INT64_LEN
+               + sizeof(";qu=\"concurrent-requests\"") + 16;
     }
 
     h = ngx_list_push(&r->headers_out.headers);
@@ -171,6 +174,12 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
             ? (uint64_t) ctx->outcomes[i].limit : rules[i].limit;
 
         p = ngx_http_rl_sf_string(p, &rules[i].name);
+
+        if (rules[i].algorithm == RL_ALGORITHM_CONCURRENCY) {
+            p = ngx_sprintf(p, ";q=%uL;qu=\"concurrent-requests\"", q);
+            continue;
+        }
+
         p = ngx_sprintf(p, ";q=%uL;w=%uL", q,
                         (rules[i].window_us + 999999) / 1000000);
     }

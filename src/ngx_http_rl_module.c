@@ -1,7 +1,8 @@
 /*
  * ngx_http_rl_module: rate limits kept in Redis, decided on nginx's own
  * event loop. This file is the module: commands, configuration,
- * variables, the PREACCESS handler, worker start and exit. rl_zone and
+ * variables, the PREACCESS handler, the LOG handler (charges, slots
+ * released: SPEC sections 9 and 10), worker start and exit. rl_zone and
  * rl_rule are parsed in ngx_http_rl_directives.c, the headers added in
  * ngx_http_rl_headers.c; deciding a request is request.cpp's, the Redis
  * connection redis_link.cpp's.
@@ -26,6 +27,7 @@
 
 
 static ngx_int_t ngx_http_rl_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_rl_log_handler(ngx_http_request_t *r);
 static char *ngx_http_rl_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_rl_api(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -204,6 +206,21 @@ ngx_http_rl_handler(ngx_http_request_t *r)
     }
 
     return ngx_http_rl_decide(r, lcf);
+}
+
+
+/* The request ends: the charges of its rules with charge=, the slots of
+ * its concurrency= rules released (registered only when some rule has
+ * either) */
+
+static ngx_int_t
+ngx_http_rl_log_handler(ngx_http_request_t *r)
+{
+    if (r == r->main) {
+        ngx_http_rl_request_end(r);
+    }
+
+    return NGX_OK;
 }
 
 
@@ -480,11 +497,12 @@ ngx_http_rl_add_variables(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_rl_init(ngx_conf_t *cf)
 {
-    ngx_str_t                   name = ngx_string("rl_metrics_3");
+    ngx_str_t                   name = ngx_string("rl_metrics_4");
     /* named with their layout's version (src/deny_cache.cpp Shared,
-     * src/metrics.cpp Entry, src/lease.hpp; the embedded store's,
-     * src/shm_store.cpp, in ngx_http_rl_zone_embedded()): a reload onto
-     * a build of another layout makes a new zone */
+     * src/metrics.cpp Entry and the stats in ngx_http_rl.h,
+     * src/lease.hpp; the embedded store's, src/shm_store.cpp, in
+     * ngx_http_rl_zone_embedded()): a reload onto a build of another
+     * layout makes a new zone */
     ngx_str_t                   deny = ngx_string("rl_deny_cache_3");
     ngx_str_t                   leases = ngx_string("rl_leases_1");
     ngx_str_t                   top = ngx_string("rl_top_1");
@@ -574,6 +592,15 @@ ngx_http_rl_init(ngx_conf_t *cf)
 
     *h = ngx_http_rl_handler;
 
+    if (ngx_http_rl_after_rules(rmcf)) {
+        h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        *h = ngx_http_rl_log_handler;
+    }
+
     ngx_http_rl_header_filter_init();
 
     return NGX_OK;
@@ -597,7 +624,10 @@ ngx_http_rl_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    if (ngx_http_rl_stores_init(cycle, rmcf) != NGX_OK) {
+    if (ngx_http_rl_stores_init(cycle, rmcf) != NGX_OK
+        || ngx_http_rl_inflight_init(cycle, rmcf) != NGX_OK
+        || ngx_http_rl_charges_init(cycle, rmcf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -613,9 +643,13 @@ ngx_http_rl_exit_process(ngx_cycle_t *cycle)
     rmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_rl_module);
 
     if (rmcf != NULL) {
-        /* what leases hold goes back while the links are there */
+        /* what leases hold goes back, and what requests hold in slots
+         * is released, while the links are there */
         ngx_http_rl_leases_exit(rmcf);
+        ngx_http_rl_inflight_exit(rmcf);
         ngx_http_rl_stores_free(rmcf);
         ngx_http_rl_leases_free(rmcf);
+        ngx_http_rl_inflight_free(rmcf);
+        ngx_http_rl_charges_free(rmcf);
     }
 }

@@ -156,7 +156,8 @@ Link::~Link() {
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);
     }
-    for (CallQueue *q : {&queue_, &refunds_}) {
+    for (CallQueue *q :
+         {&queue_, &ownCalls_[0], &ownCalls_[1], &ownCalls_[2]}) {
         while (!q->empty()) {  /* the worker exits: nobody waits */
             for (Call *c = q->take(); c != nullptr;) {
                 Call *next = c->next;
@@ -235,7 +236,7 @@ void Link::located(const ngx_http_rl_server_t *at, const char *why) {
         return;
     }
     ngx_add_timer(&deadline_, zone_->connect_timeout);
-    if ((!queue_.empty() || !refunds_.empty()) && !flush_.posted) {
+    if ((!queue_.empty() || !ownedEmpty()) && !flush_.posted) {
         ngx_post_event(&flush_, &ngx_posted_events);
     }
 }
@@ -742,13 +743,13 @@ void Link::enqueue(Call *call) {
     }
 }
 
-Call *Link::queueRefund(ngx_http_rl_group_t *group) {
-    if (!usable()) {
+Call *Link::queue(ngx_http_rl_group_t *group, CallKind kind) {
+    if (!usable() || kind == CallKind::Decide) {
         return nullptr;
     }
     Call *call = take(group);
     if (call != nullptr) {
-        refunds_.push(call);
+        ownCalls_[static_cast<int>(kind) - 1].push(call);
         if (!flush_.posted) {
             ngx_post_event(&flush_, &ngx_posted_events);
         }
@@ -757,7 +758,8 @@ Call *Link::queueRefund(ngx_http_rl_group_t *group) {
 }
 
 /* The queued calls leave, as few script calls as the limits allow (in
- * a cluster, a call per slot): decisions, then refunds. */
+ * a cluster, a call per slot): decisions, then refunds (a release
+ * after the decision that took its slot), renewals, charges. */
 void Link::flush() {
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);   /* (worker exit: writeNow) */
@@ -769,34 +771,41 @@ void Link::flush() {
         while (!queue_.empty()) {
             sendBatch(queue_.take(), false);
         }
-        while (!refunds_.empty()) {
-            sendBatch(refunds_.take(), false, true);
+        for (int k = 0; k < 3; k++) {
+            while (!ownCalls_[k].empty()) {
+                sendBatch(ownCalls_[k].take(), false,
+                          static_cast<CallKind>(k + 1));
+            }
         }
     } else {
-        sendBySlot(&queue_, false);
-        sendBySlot(&refunds_, true);
+        sendBySlot(&queue_, CallKind::Decide);
+        for (int k = 0; k < 3; k++) {
+            sendBySlot(&ownCalls_[k], static_cast<CallKind>(k + 1));
+        }
     }
     evalNext_ = false;
 }
 
 /* A cluster's calls: a batch per slot, within the limits (out of
  * memory: a call per batch, as valid). */
-void Link::sendBySlot(CallQueue *q, bool refund) {
+void Link::sendBySlot(CallQueue *q, CallKind kind) {
+    bool own = kind != CallKind::Decide;
     if (!buckets_.fill(q, log_)) {
         for (Call *c = q->takeAll(); c != nullptr;) {
             Call *next = c->next;
             c->next = nullptr;
-            sendBatch(c, !refund && c->asking, refund);
+            sendBatch(c, !own && c->asking, kind);
             c = next;
         }
         return;
     }
     while (Call *first = buckets_.next()) {
-        sendBatch(first, !refund && first->asking, refund);
+        sendBatch(first, !own && first->asking, kind);
     }
 }
 
-void Link::sendBatch(Call *first, bool asking, bool refund) {
+void Link::sendBatch(Call *first, bool asking, CallKind kind) {
+    bool own = kind != CallKind::Decide;
     Batch *batch = freeBatches_;
     if (batch != nullptr) {
         freeBatches_ = batch->next;
@@ -805,16 +814,16 @@ void Link::sendBatch(Call *first, bool asking, bool refund) {
     }
     size_t len = 0;
     if (batch != nullptr && ac_ != nullptr) {
-        len = command_.build(first, evalNext_, monotonicUs(), log_, refund);
+        len = command_.build(first, evalNext_, monotonicUs(), log_, kind);
     }
     if (len > 0) {
         batch->link = this;
         batch->first = first;
-        batch->refund = refund;
+        batch->kind = kind;
         /* ASKING holds for the next command only: the batch */
         if ((!asking || redisAsyncCommand(ac_, nullptr, nullptr, "ASKING")
                             == REDIS_OK) &&
-            redisAsyncFormattedCommand(ac_, refund ? onRefunds : onReply,
+            redisAsyncFormattedCommand(ac_, own ? onRefunds : onReply,
                                        batch, command_.data(), len)
                 == REDIS_OK)
         {
@@ -824,8 +833,8 @@ void Link::sendBatch(Call *first, bool asking, bool refund) {
     /* no connection any more, or no memory: the policy, now */
     if (batch != nullptr) {
         batch->first = first;
-        batch->refund = refund;
-        if (refund) {
+        batch->kind = kind;
+        if (own) {
             refundsReplied(batch, nullptr);
             return;
         }
@@ -838,8 +847,9 @@ void Link::sendBatch(Call *first, bool asking, bool refund) {
     }
 }
 
-/* A batch of refunds was answered: 1, or an error for all of them (a
- * lost script, a slot that moved: each goes again on its own). */
+/* A batch of refunds (renewals, charges) was answered: 1, or an error
+ * for all of them (a lost script, a slot that moved: each goes again on
+ * its own). */
 void Link::refundsReplied(Batch *batch, const redisReply *reply) {
     if (reply == nullptr) {
         lost_ = true;

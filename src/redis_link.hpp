@@ -90,9 +90,11 @@ public:
     Call *send(ngx_http_rl_group_t *group, bool asking = false);
     Call *refund(ngx_http_rl_group_t *group, int argc, const char **argv,
                  const size_t *len, bool asking = false);
-    /* A refund at group->now_us of group->costs, leaving with the other
-     * refunds of this turn as one call (a lease's returns). */
-    Call *queueRefund(ngx_http_rl_group_t *group);
+    /* One of the worker's own calls, leaving with the others of its
+     * kind of this turn as one call: a refund at group->now_us of
+     * group->costs (a lease's returns; a release of slots), a renewal of
+     * slots, a charge. */
+    Call *queue(ngx_http_rl_group_t *group, CallKind kind);
     /* CLUSTER SLOTS, answered to the cluster */
     bool askSlots();
     /* An operator's command (the operator API, src/api_keys.cpp) as it
@@ -163,8 +165,13 @@ private:
                 const int64_t *limits = nullptr, int64_t grant = 0);
     void enqueue(Call *call);
     Call *take(ngx_http_rl_group_t *group);
-    void sendBatch(Call *first, bool asking, bool refund = false);
-    void sendBySlot(CallQueue *q, bool refund);
+    void sendBatch(Call *first, bool asking,
+                   CallKind kind = CallKind::Decide);
+    void sendBySlot(CallQueue *q, CallKind kind);
+    bool ownedEmpty() const {
+        return ownCalls_[0].empty() && ownCalls_[1].empty() &&
+               ownCalls_[2].empty();
+    }
     void recycle(Batch *batch) {
         batch->next = freeBatches_;
         freeBatches_ = batch;
@@ -219,7 +226,8 @@ private:
     ngx_event_t probeTimer_;    /* the next PING while Redis is slow */
     ngx_msec_t backoff_;
     CallQueue queue_;
-    CallQueue refunds_;         /* a lease's returns, queued */
+    CallQueue ownCalls_[3];     /* the worker's own calls, queued: refunds,
+                                 * renewals, charges (CallKind - 1) */
     SlotBuckets buckets_;       /* a cluster's flush, by slot */
     BatchCommand command_;
     Call *free_ = nullptr;

@@ -10,7 +10,11 @@
  *   3. settling: the groups' answers make the decision, what a rejected
  *      request counted is given back (finish()), the request waits for
  *      those refunds and for a delay= (settle()), then its phases run
- *      again and the handler returns the decision.
+ *      again and the handler returns the decision;
+ *   4. the end (its log phase, ngx_http_rl_request_end()): its charges
+ *      (charges.hpp), and the slots of its concurrency= rules released
+ *      (inflight.hpp), which its pool's cleanup does too if the log
+ *      phase never came.
  * Everything lives in the request's pool; a pool cleanup detaches calls
  * still in flight.
  */
@@ -20,9 +24,11 @@
 #include <type_traits>
 
 #include "batch.hpp"
+#include "charges.hpp"
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/script.hpp"
+#include "inflight.hpp"
 #include "lease.hpp"
 
 static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
@@ -144,11 +150,13 @@ uint64_t costOf(ngx_http_request_t *r, ngx_http_rl_rule_t *rule) {
 }
 
 /* Groups the rules with a non-empty key by zone, and in a cluster by
- * the slot of their key value (a script call's keys share a slot). */
+ * the slot of their key value (a script call's keys share a slot); a
+ * concurrency rule's slot is named by the request's slot id. */
 ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
                      ngx_str_t *values) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     ngx_uint_t n = ctx->lcf->rules->nelts;
+    uint64_t slot_id = 0;
 
     for (ngx_uint_t i = 0; i < n; i++) {
         if (ngx_http_complex_value(r, &rules[i].key, &values[i]) != NGX_OK) {
@@ -180,6 +188,14 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
             if (group->rules == nullptr) {
                 return NGX_ERROR;
             }
+        }
+        if (rules[i].algorithm == RL_ALGORITHM_CONCURRENCY) {
+            if (slot_id == 0) {
+                slot_id = rl::slotId(static_cast<ngx_http_rl_main_conf_t *>(
+                    ngx_http_get_module_main_conf(r, ngx_http_rl_module)));
+            }
+            group->held |= uint64_t(1) << group->nrules;
+            group->slot_id = slot_id;
         }
         group->rules[group->nrules++] = i;
     }
@@ -511,6 +527,9 @@ void finish(ngx_http_rl_ctx_t *ctx) {
         }
     }
     count(ctx);
+    if (ctx->rc == NGX_DECLINED) {
+        rl::inflightHold(ctx);  /* its slots, until it ends */
+    }
 }
 
 /* delay= shapes an admitted request: it waits on a timer, the worker
@@ -591,7 +610,11 @@ ngx_msec_t expire(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx) {
             next = next == 0 || ms < next ? ms : next;
             continue;
         }
-        /* its link is told: the one it went on */
+        /* its link is told: the one it went on; slots it may take late
+         * are released after it */
+        if (group->held != 0) {
+            rl::inflightAbandon(group);
+        }
         ngx_http_rl_call_timed_out(group->call);
         group->call = nullptr;
         failed(group);
@@ -745,6 +768,7 @@ void cleanupCtx(void *data) noexcept {
     if (ctx->wake.posted) {
         ngx_delete_posted_event(&ctx->wake);
     }
+    rl::inflightEnd(ctx);   /* the log phase did not come */
     letGo(ctx);
 }
 
@@ -799,6 +823,14 @@ ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,
     return settle(r, ctx);
 }
 
+void ngx_http_rl_request_end(ngx_http_request_t *r) noexcept {
+    ngx_http_rl_ctx_t *ctx = ngx_http_rl_get_ctx(r);
+    if (ctx != nullptr) {
+        rl::chargeRequest(ctx);
+        rl::inflightEnd(ctx);
+    }
+}
+
 void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
                             int64_t clock_us, const int64_t *limits,
                             int64_t grant) noexcept {
@@ -823,10 +855,15 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
     for (ngx_uint_t k = 0; k < group->nrules; k++) {
         ngx_http_rl_rule_t *rule = &rules[group->rules[k]];
         dry[k] = ngx_http_rl_dry_run(ctx, rule);
-        /* a reply asking a longer delay or retry is not the script's */
+        /* a reply asking a longer delay or retry is not the script's;
+         * but charges (charge=) may leave a key in debt, freed as slowly
+         * as the rule refills */
         rl_reply_bounds(static_cast<int>(rule->algorithm), rule->limit,
                         rule->window_us, rule->burst, rule->delay,
                         group->costs[k], &bounds[k]);
+        if (rule->charge_cv != nullptr) {
+            bounds[k].max_retry_us = INT64_MAX;
+        }
     }
     /* every call of the module's asks for Redis' clock */
     if (reply != nullptr && clock_us > 0 &&
@@ -855,7 +892,11 @@ void ngx_http_rl_refund_done(ngx_http_rl_group_t *group,
                              int retry) noexcept {
     ngx_http_rl_ctx_t *ctx = group->ctx;
     if (ctx == nullptr) {
-        rl::leaseRefundDone(group, retry);
+        if (group->owned_done != nullptr) {
+            group->owned_done(group, retry); /* a release, renewal, charge */
+        } else {
+            rl::leaseRefundDone(group, retry);
+        }
         return;
     }
     if (retry != NGX_HTTP_RL_RETRY_NONE &&

@@ -52,7 +52,9 @@ int rl_rule_id(const char *zone, size_t zone_len, const char *name,
 char *rl_state_key_write(char *out, const char *prefix, size_t prefix_len,
     const char *value, size_t len, const char *rule_id) RL_NOEXCEPT;
 
-/* Algorithms: see src/core/algorithm.hpp. -1: unknown name. */
+/* Algorithms: see src/core/algorithm.hpp. -1: unknown name (a rate's:
+ * never "concurrency", whose rules say concurrency=N). */
+#define RL_ALGORITHM_CONCURRENCY    6
 int rl_algorithm_from_name(const char *name, size_t len) RL_NOEXCEPT;
 const char *rl_algorithm_name(int algorithm, size_t *len) RL_NOEXCEPT;
 int rl_algorithm_takes_burst(int algorithm) RL_NOEXCEPT;

@@ -465,6 +465,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
         ngx_uint_t i = g->rules[k];
         params[k] = paramsOf(&rules[i]);
         params[k].dryRun = ngx_http_rl_dry_run(ctx, &rules[i]) != 0;
+        params[k].slotId = g->slot_id;
         costs[k] = ctx->costs[i];
         blockedUs[k] = 0;
     }
@@ -555,6 +556,7 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
         nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i],
                                 rl::logSlots(p), g->now_us, nodes, k, &pr);
         if (nodes[k] != nullptr) {
+            p.slotId = g->slot_id;  /* a concurrency rule's: released */
             rl::refund(p, nodes[k]->state, logOf(nodes[k]), ctx->costs[i],
                        g->now_us);
         }
@@ -669,6 +671,51 @@ ngx_uint_t ngx_http_rl_shm_forget(ngx_http_rl_zone_t *z,
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
     return n != nullptr ? 1 : 0;
+}
+
+void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,
+                          const ngx_http_rl_rule_t *rule, const ngx_str_t *key,
+                          uint64_t slot, ngx_uint_t renew) noexcept {
+    uint32_t hash = ngx_murmur_hash2(key->data, key->len);
+    ngx_shmtx_lock(&z->shpool->mutex);
+    auto *n = reinterpret_cast<Node *>(sharedOf(z)->lru.find(*key, hash));
+    if (n != nullptr && n->slots >= 2) {
+        /* the ring's own N: the rule's, or a key value's override's */
+        rl::Params p = paramsOf(rule);
+        p.limit = n->slots / 2;
+        p.slotId = slot;
+        int64_t now = nowUs(z);
+        if (renew) {
+            rl::renew(p, n->state, logOf(n), now);
+        } else {
+            rl::refund(p, n->state, logOf(n), 1, now);
+        }
+        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+}
+
+ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *z,
+                                 const ngx_http_rl_rule_t *rule,
+                                 const ngx_str_t *value,
+                                 int64_t units) noexcept {
+    int64_t now = nowUs(z);
+    Pressure pr;
+    ngx_shmtx_lock(&z->shpool->mutex);
+    /* in a key value's override's terms, as its requests are counted */
+    rl::Params p = paramsOf(rule);
+    if (sharedOf(z)->marks.count > 0) {
+        (void) marked(z, rule, value, now, &p);
+    }
+    Node *n = findOrCreate(z, rule, value, rl::logSlots(p), now, nullptr, 0,
+                           &pr);
+    if (n != nullptr) {
+        rl::charge(p, n->state, units, now);
+        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    report(z, pr);
+    return n != nullptr ? NGX_OK : NGX_ERROR;
 }
 
 }  // extern "C"

@@ -126,7 +126,7 @@ rl_zone main redis=127.0.0.1:$RedisPort;
 location /t { rl_rule zone=main key=k; empty_gif; }
 --- must_die
 --- error_log
-"rl_rule" must have "rate" parameter
+"rl_rule" must have "rate" or "concurrency" parameter
 
 
 
@@ -397,4 +397,200 @@ location /t { rl_rule zone=main key=k rate=1r/s name=nnnnnnnnnnnnnnnnnnnnnnnnnnn
 rl_zone zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz redis=127.0.0.1:$RedisPort;
 --- config
 location /t { rl_rule zone=zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz key=k rate=1r/s name=nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn; empty_gif; }
+--- syntax_only
+
+
+
+=== TEST 34: concurrency=0
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=0; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid concurrency "concurrency=0": a number of requests from 1 to 100000 in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 35: concurrency above 100000
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=100001; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid concurrency "concurrency=100001": a number of requests from 1 to 100000 in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 36: concurrency that is no number
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=many; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid concurrency "concurrency=many": a number of requests from 1 to 100000 in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 37: a bad hold
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=4 hold=abc; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid hold "hold=abc": a time from 1s to 1d in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 38: a hold under a second
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=4 hold=500ms; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid hold "hold=500ms": a time from 1s to 1d in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 39: a hold over a day
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=4 hold=2d; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid hold "hold=2d": a time from 1s to 1d in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 40: hold without concurrency
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=1r/s hold=10s; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "hold=10s": "hold" needs "concurrency" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 41: concurrency with rate
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=4 rate=5r/s; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "rate=5r\/s" with "concurrency=4" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 42: concurrency with algorithm
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k algorithm=gcra concurrency=4; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "algorithm=gcra" with "concurrency=4" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 43: concurrency with cost
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=4 cost=2; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "cost=2" with "concurrency=4" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 44: concurrency with burst
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=4 burst=2; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "burst=2" with "concurrency=4" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 45: concurrency with nodelay
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=4 nodelay; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "nodelay" with "concurrency=4" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 46: charge on a concurrency rule
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k concurrency=4 charge=$upstream_http_x_tokens; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "charge=\$upstream_http_x_tokens" with "concurrency=4" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 47: charge on sliding_log
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s algorithm=sliding_log charge=$upstream_http_x_tokens; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid parameter "charge=\$upstream_http_x_tokens" for algorithm "sliding_log" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 48: an empty charge
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s charge=; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* invalid charge "charge=" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 49: charge given twice
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+--- config
+location /t { rl_rule zone=main key=k rate=5r/s charge=1 charge=2; empty_gif; }
+--- must_die
+--- error_log eval
+[qr/\[emerg\].* duplicate parameter "charge=2" in \S+nginx\.conf:\d+/]
+
+
+
+=== TEST 50: concurrency= and charge= on every algorithm that takes it
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort;
+rl_zone local;
+--- config
+location /t {
+    rl_rule zone=main key=k concurrency=4;
+    rl_rule zone=main key=k concurrency=100000 hold=1d name=wide dry_run;
+    rl_rule zone=local key=k concurrency=1 hold=1s;
+    rl_rule zone=main key=k rate=5r/s charge=$upstream_http_x_tokens;
+    rl_rule zone=main key=k rate=5r/s algorithm=fixed_window charge=7;
+    rl_rule zone=main key=k rate=5r/s algorithm=token_bucket cost=$arg_c charge=$arg_t;
+    rl_rule zone=main key=k rate=5r/s algorithm=leaky_bucket burst=3 charge=$arg_t;
+    rl_rule zone=local key=k rate=5r/s algorithm=gcra burst=3 delay=1 charge=$arg_t;
+    empty_gif;
+}
 --- syntax_only

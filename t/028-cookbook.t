@@ -328,6 +328,47 @@ sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } 
     }
 }
 
+# ------------------------------------------------------------ LLM gateway
+
+{
+    my $what = 'LLM gateway';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/LLM gateway/, $what), $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my @key = (Authorization => 'Bearer sk-test-1');
+        my $first = http_get($p, '/v1/chat', @key);
+        is($first->{code}, 200, "$what: a call with a key");
+        is($first->{headers}{'ratelimit-policy'},
+           '"per_ip";q=10;w=1, "in_flight";q=4;qu="concurrent-requests", '
+           . '"tokens_minute";q=20000;w=60, "tokens_day";q=1000000;'
+           . 'w=86400', "$what: its four rules");
+        ok(!exists $first->{headers}{'x-tokens-used'},
+           "$what: the usage header is not the client's");
+        # one worker, one connection: each call's charge reaches Redis
+        # before the next call's decision
+        my ($served, $last) = (1);
+        while ($served < 40) {
+            $last = http_get($p, '/v1/chat', @key);
+            last if $last->{code} != 200;
+            $served++;
+        }
+        ok($served == 17 || $served == 18,
+           "$what: 17 calls of 1,200 tokens in a minute ($served), then")
+            or diag("the last: $last->{code}");
+        is(join(' ', $last->{code}, $last->{headers}{'x-ratelimit-limit'},
+                $last->{headers}{'ratelimit'} =~ /^"(\w+)"/),
+           '429 20000 tokens_minute', "$what: the minute's budget rejects");
+        my $other = http_get($p, '/v1/chat',
+                             Authorization => 'Bearer sk-test-2');
+        is($other->{code}, 200, "$what: another key has its own budget");
+        my $nokey = http_get($p, '/v1/chat');
+        is($nokey->{headers}{'ratelimit-policy'}, '"per_ip";q=10;w=1',
+           "$what: without a key, per address only");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
 # ------------------------------------------------------------ Prometheus
 
 {

@@ -2,8 +2,10 @@
 # serves the paths where a request waits and comes back (a decision from
 # Redis, a 429, a delay=, a refund to another zone, a decision of
 # failure=local with Redis down and its refund, a lease granted, spent,
-# given back to by a rejected request, and returned at exit) and an
-# embedded sliding_log state shared by rules of two N, then exits; valgrind
+# given back to by a rejected request, and returned at exit; slots of
+# concurrency= held, renewed during a delay= and released, charges, in
+# Redis and in shared memory) and an embedded sliding_log state shared
+# by rules of two N, then exits; valgrind
 # must report no invalid read or write and no use of uninitialised
 # memory. (A parked request's phases can finish it and free its pool:
 # what runs after them must not touch it.)
@@ -87,6 +89,21 @@ http {
             rl_rule zone=y key=lb rate=1r/h cost=\$arg_c;
             empty_gif;
         }
+        location /inflight {
+            rl_rule zone=x key=i concurrency=1 hold=1s;
+            rl_rule zone=x key=i rate=100r/h name=ix charge=\$arg_t;
+            empty_gif;
+        }
+        location /inflocal {
+            rl_rule zone=e key=i concurrency=1 hold=1s;
+            rl_rule zone=e key=i rate=100r/h name=ex charge=\$arg_t;
+            empty_gif;
+        }
+        location /inflong {
+            rl_rule zone=x key=il concurrency=2 hold=1s;
+            rl_rule zone=x key=il rate=1r/s algorithm=gcra burst=5 delay=0;
+            empty_gif;
+        }
         location /local {
             rl_rule zone=l key=l rate=100r/h name=first;
             rl_rule zone=l key=l rate=100r/h name=second;
@@ -119,6 +136,11 @@ push @want, map { ['/delay', 200] } 1 .. 8;
 push @want, (map { ['/leased', 200] } 1 .. 10),
             ['/leasedboth?c=1', 200], ['/leasedboth?c=1', 429],
             ['/leased', 200];
+# slots held and released, charged (a value that is no number too); the
+# second /inflong waits a second on its delay=, its slot renewed meanwhile
+push @want, ['/inflight?t=5', 200], ['/inflight?t=x', 200],
+            ['/inflocal?t=3', 200], ['/inflocal', 200],
+            ['/inflong', 200], ['/inflong', 200];
 # one state, two N: its ring is made again at each change of N
 push @want, ['/log3', 200], ['/log50', 200], ['/log50', 200],
             ['/log3', 429], ['/log50', 200], ['/log3', 429];

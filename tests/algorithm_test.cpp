@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fake_clock.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -22,14 +24,7 @@ using rl::Check;
 using rl::Params;
 using rl::State;
 
-constexpr int64_t kMs = 1000;
-constexpr int64_t kSec = 1000 * kMs;
-constexpr int64_t kDay = 86400 * kSec;
-
-/* A fixed instant in 2023, aligned to the day (so to every window used
- * here that divides a day). */
-constexpr int64_t kT0 = 1700006400LL * kSec;
-static_assert(kT0 % kDay == 0, "kT0 starts a day");
+using namespace rltest::clock;
 
 const Algorithm kAll[] = {Algorithm::FixedWindow, Algorithm::SlidingWindow,
                           Algorithm::SlidingLog,  Algorithm::TokenBucket,

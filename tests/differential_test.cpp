@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -86,6 +87,13 @@ struct Twin {
 
 Twin twin(std::string_view value, Algorithm a, uint64_t limit,
           uint64_t windowUs, uint64_t burst = 0, uint64_t delay = 0) {
+    if (a == Algorithm::Concurrency) {
+        Twin t;
+        t.rule = ScriptFixture::inflight(value, limit, windowUs, 0);
+        t.p = {a, limit, windowUs, 0, 0};
+        t.log.assign(rl::logSlots(t.p), 0);
+        return t;
+    }
     if (!rl::takesBurst(a)) {
         burst = 0;
     }
@@ -255,6 +263,63 @@ protected:
         for (const Rule& r : lua) {
             EXPECT_EQ(pttl(r.key) >= 0, false) << "no TTL: nothing expires";
         }
+    }
+
+    /* One of the module's own calls (a release, a renewal, a charge of
+     * each rule's units) through both, at `then`: Redis' reply must be
+     * 1; a charge above 0 sets the TTL idleAtUs() says. */
+    void ownBoth(std::vector<Twin>& rules, rl::CallKind kind,
+                 const std::vector<int64_t>& units, int64_t then,
+                 const std::string& where) {
+        std::vector<Rule> lua;
+        for (size_t i = 0; i < rules.size(); i++) {
+            Twin& t = rules[i];
+            if (kind == rl::CallKind::Refund) {
+                rl::refund(t.p, t.s, t.log.data(), 1, then);
+            } else if (kind == rl::CallKind::Renew) {
+                rl::renew(t.p, t.s, t.log.data(), then);
+            } else {
+                rl::charge(t.p, t.s, units[i], then);
+            }
+            lua.push_back(t.rule);
+            lua.back().charge = units.empty() ? 0 : units[i];
+        }
+        std::vector<std::string> argv =
+            callArgv({{lua, then}}, true, false, {}, kind);
+        argv[1] = wrapperSha_;
+        ReplyPtr all = command(argv);
+        ASSERT_TRUE(all != nullptr && all->type == REDIS_REPLY_ARRAY &&
+                    all->elements == 1 + 3 * rules.size())
+            << where << ": the script failed: "
+            << (all != nullptr && all->str != nullptr ? all->str : "?");
+        ASSERT_EQ(all->element[0]->type, REDIS_REPLY_INTEGER) << where;
+        for (size_t i = 0; kind == rl::CallKind::Charge &&
+                           i < rules.size(); i++) {
+            if (units[i] <= 0) {
+                continue;   /* given back: as a refund, no TTL of its own */
+            }
+            const redisReply* ttl = all->element[2 + 3 * i];
+            int64_t idle = rl::idleAtUs(rules[i].p, rules[i].s,
+                                        rules[i].log.data(), then);
+            if (ttl->integer == -2) {
+                EXPECT_EQ(idle, rules[i].ttlIdle) << where << " kept a TTL";
+            } else {
+                EXPECT_EQ(ttl->integer, rl::msCeil(idle - then) + 1)
+                    << where << ": " << name(rules[i]) << " idle at "
+                    << idle;
+                rules[i].ttlIdle = idle;
+            }
+        }
+    }
+
+    /* A concurrency rule's slots, both sides: the sorted set's members
+     * and scores are the log's ids and expiries. */
+    void sameSlots(const Twin& t, const std::string& where) {
+        std::map<uint64_t, long long> cpp;
+        for (int64_t i = 0; i + 1 < t.s.a; i += 2) {
+            cpp[static_cast<uint64_t>(t.log[i + 1])] = t.log[i];
+        }
+        EXPECT_EQ(cpp, slots(t.rule.key)) << where;
     }
 
     std::string wrapperSha_;
@@ -467,6 +532,118 @@ TEST_F(Differential, ExtremeRatesStacked) {
     ASSERT_EQ(step(rules, costs, t + static_cast<int64_t>(kDay) + 100,
                    "a day later"),
               1);
+}
+
+}  // namespace
+
+namespace {
+
+/* concurrency=3 hold=20 s, stacked with a fixed_window and alone: slots
+ * taken, released, renewed and left to expire, the clock now and then
+ * going back; the same decisions, figures and TTLs, and the same slots
+ * (ids and expiries) on both sides after every step. */
+TEST_F(Differential, ConcurrencySlots) {
+    const int64_t sec = static_cast<int64_t>(kSec);
+    const int64_t hold = 20 * sec;
+    for (bool stacked : {false, true}) {
+        std::vector<Twin> rules = {twin(stacked ? "in-s" : "in",
+                                        Algorithm::Concurrency, 3,
+                                        static_cast<uint64_t>(hold))};
+        if (stacked) {
+            rules.push_back(twin("in-s", Algorithm::FixedWindow, 5,
+                                 30 * kSec));
+        }
+        std::mt19937_64 rng(stacked ? 77 : 76);
+        int64_t t = static_cast<int64_t>(windowStart(kDay)) + 5;
+        std::vector<uint64_t> held;
+        uint64_t next = 0x1234567800000000ULL;
+        int rejected = 0, expired = 0;
+        for (int i = 0; i < 300; i++) {
+            std::string where = (stacked ? "stacked " : "") +
+                                std::string("step ") + std::to_string(i);
+            uint64_t r = rng() % 100;
+            if (r < 3) {
+                t += hold + static_cast<int64_t>(rng() % 5) * sec;
+                expired += static_cast<int>(held.size());
+                held.clear();   /* never renewed: they expire */
+            } else if (r < 6) {
+                t -= static_cast<int64_t>(rng() % 3) * sec;
+            } else {
+                t += static_cast<int64_t>(rng() % 4) * sec;
+            }
+            if (!held.empty() && r % 4 == 0) {
+                size_t k = rng() % held.size();
+                rules[0].p.slotId = held[k];
+                rules[0].rule.slot = held[k];
+                ownBoth(rules, rl::CallKind::Renew, {}, t, where);
+                /* release: a refund of the slot alone */
+                std::vector<Twin> slot = {rules[0]};
+                ownBoth(slot, rl::CallKind::Refund, {}, t, where);
+                rules[0].s = slot[0].s;
+                rules[0].log = slot[0].log;
+                held.erase(held.begin() + static_cast<long>(k));
+            } else if (!held.empty() && r % 4 == 1) {
+                size_t k = rng() % held.size();
+                rules[0].p.slotId = held[k];
+                rules[0].rule.slot = held[k];
+                std::vector<Twin> slot = {rules[0]};
+                ownBoth(slot, rl::CallKind::Renew, {}, t, where);
+                rules[0].s = slot[0].s;
+                rules[0].log = slot[0].log;
+            }
+            ASSERT_FALSE(HasFatalFailure());
+            next++;
+            rules[0].p.slotId = next;
+            rules[0].rule.slot = next;
+            std::vector<uint64_t> costs(rules.size(), 1);
+            int d = step(rules, costs, t, where);
+            ASSERT_GE(d, 0);
+            if (d == 1) {
+                held.push_back(next);
+            } else {
+                rejected++;
+            }
+            ASSERT_NO_FATAL_FAILURE(sameSlots(rules[0], where));
+        }
+        EXPECT_GT(rejected, 30);
+        EXPECT_GT(expired, 3);
+    }
+}
+
+/* Charges (charge=) between decisions on every algorithm that takes
+ * them: above the limit, below the cost (given back), zero; the next
+ * decisions' figures and the TTLs agree. */
+TEST_F(Differential, Charges) {
+    const Algorithm charged[] = {Algorithm::FixedWindow,
+                                 Algorithm::SlidingWindow,
+                                 Algorithm::TokenBucket,
+                                 Algorithm::LeakyBucket, Algorithm::Gcra};
+    for (Algorithm a : charged) {
+        uint64_t burst = a == Algorithm::TokenBucket ? 10 : 4;
+        std::vector<Twin> rules = {twin("charge", a, 10, 10 * kSec, burst,
+                                        burst)};
+        std::mt19937_64 rng(5 + static_cast<int>(a));
+        int64_t t = static_cast<int64_t>(windowStart(kDay)) + 3;
+        int rejected = 0;
+        for (int i = 0; i < 150; i++) {
+            std::string where = name(rules[0]) + " step " +
+                                std::to_string(i);
+            t += static_cast<int64_t>(rng() % 1500) *
+                 static_cast<int64_t>(kMs);
+            int d = step(rules, {1}, t, where);
+            ASSERT_GE(d, 0);
+            rejected += d == 0 ? 1 : 0;
+            if (d == 1 && rng() % 2 == 0) {
+                /* its charge, at its end: 0 to 30 units, less its cost */
+                int64_t units = static_cast<int64_t>(rng() % 31) - 1;
+                t += static_cast<int64_t>(rng() % 900) *
+                     static_cast<int64_t>(kMs);
+                ASSERT_NO_FATAL_FAILURE(ownBoth(
+                    rules, rl::CallKind::Charge, {units}, t, where));
+            }
+        }
+        EXPECT_GT(rejected, 20) << name(rules[0]);
+    }
 }
 
 }  // namespace

@@ -1250,3 +1250,131 @@ TEST_F(LuaScript, OverrideIsReadForEachSpecOfAStateKey) {
 }
 
 }  // namespace
+
+/* ------------------------------------------------------------------ */
+/* concurrency= (lua/concurrency.lua) in batches                       */
+
+/* Five requests of one key in one call, 3 slots: three admitted, each
+ * seeing the ones before it, two rejected taking nothing; the key is
+ * counted once (ZCOUNT), written once (ZADD of three members, one
+ * PEXPIRE); the slots expire a hold after each request's time. */
+TEST_F(LuaScript, ConcurrencyBatchOnOneKey) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    const uint64_t hold = 10 * kSec;
+    std::vector<Request> calls;
+    for (uint64_t slot = 1; slot <= 5; slot++) {
+        calls.push_back({{inflight("conc", 3, hold, slot)},
+                         -static_cast<int64_t>(50 - 10 * slot)});
+    }
+    command({"CONFIG", "RESETSTAT"});
+    int64_t before = redisTimeUs();
+    std::vector<Decision> d;
+    ASSERT_NO_FATAL_FAILURE(decideBatch(calls, &d));
+    int64_t after = redisTimeUs();
+    std::string got;
+    for (const Decision& one : d) {
+        got += (one.allowed ? "ok " : "no ") +
+               std::to_string(one.out[0].remaining) + " " +
+               std::to_string(one.out[0].retryMs) + ", ";
+    }
+    EXPECT_EQ(got, "ok 2 0, ok 1 0, ok 0 0, no 0 100, no 0 100, ");
+    EXPECT_EQ(d[2].out[0].resetMs, 100); /* nothing left: a slot's retry */
+    EXPECT_EQ(commandCalls("zcount"), 1);
+    EXPECT_EQ(commandCalls("zadd"), 1);
+    EXPECT_EQ(commandCalls("pexpire"), 1);
+    std::string key = calls[0].first[0].key;
+    auto held = slots(key);
+    ASSERT_EQ(held.size(), 3u);
+    for (uint64_t slot = 1; slot <= 3; slot++) {
+        ASSERT_EQ(held.count(slot), 1u) << slot;
+        /* its time: Redis' clock less its wait (40, 30, 20 us) */
+        long long at = held[slot] - static_cast<long long>(hold);
+        EXPECT_GE(at, before - static_cast<int64_t>(50 - 10 * slot));
+        EXPECT_LE(at, after);
+    }
+    long long ttl = pttl(key);
+    EXPECT_GT(ttl, 9000);
+    EXPECT_LE(ttl, 10001);
+
+    /* one call releases two and renews the third: one ZREM, one ZADD */
+    command({"CONFIG", "RESETSTAT"});
+    refund({inflight("conc", 3, hold, 1), inflight("conc", 3, hold, 2)},
+           static_cast<uint64_t>(redisTimeUs()));
+    refund({inflight("conc", 3, hold, 3)}, 0, rl::CallKind::Renew);
+    EXPECT_EQ(commandCalls("zrem"), 1);
+    held = slots(key);
+    ASSERT_EQ(held.size(), 1u);
+    EXPECT_GE(held[3] - static_cast<long long>(hold), after);
+}
+
+/* Requests of one call on one key, their times out of order: the key is
+ * counted again at an earlier time (where more slots were still held),
+ * never later. A slot expired by one request's time and not by an
+ * earlier one's counts for both. */
+TEST_F(LuaScript, ConcurrencyBatchCountsAtItsEarliestTime) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    const uint64_t hold = kSec;
+    int64_t t = static_cast<int64_t>(windowStart(kDay)) + 7;
+    /* two slots held, one ending at t + 1 s, the other at t + 3 s */
+    decide({inflight("order", 2, hold, 1)}, static_cast<uint64_t>(t));
+    decide({inflight("order", 2, hold, 2)}, static_cast<uint64_t>(t) + 2 * kSec);
+    command({"CONFIG", "RESETSTAT"});
+    std::vector<Request> calls{
+        {{inflight("order", 2, hold, 3)}, t + 1500 * 1000},  /* 1 expired */
+        {{inflight("order", 2, hold, 4)}, t + 500 * 1000}};  /* both held */
+    std::vector<Decision> d;
+    ASSERT_NO_FATAL_FAILURE(decideBatch(calls, &d));
+    EXPECT_TRUE(d[0].allowed) << describe(d[0]);
+    EXPECT_FALSE(d[1].allowed) << describe(d[1]);
+    EXPECT_EQ(commandCalls("zcount"), 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* charges (charge=) in batches                                        */
+
+/* Charges of one call on one key add up, read and written once; a call
+ * with one below 0 (given back, as a refund) reads and writes record by
+ * record, and adds up the same. */
+TEST_F(LuaScript, ChargesOfOneCallAddUp) {
+    Rule f = fixed("charged", 100, kDay);
+    Rule t = token("charged", 100, kDay, 100);
+    int64_t now = redisTimeUs();
+    decide({f, t}, static_cast<uint64_t>(now));
+    std::vector<Request> calls;
+    for (int64_t units : {30, 5, 12}) {
+        Rule cf = f, ct = t;
+        cf.charge = units;
+        ct.charge = units;
+        calls.push_back({{cf, ct}, 0});
+    }
+    command({"CONFIG", "RESETSTAT"});
+    ReplyPtr r = command(callArgv(calls, false, false, {},
+                                  rl::CallKind::Charge));
+    ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
+    EXPECT_EQ(commandCalls("mget"), 2);     /* each key once, with its */
+    EXPECT_EQ(commandCalls("set"), 2);      /* override, and written once */
+    EXPECT_EQ(commandCalls("get"), 0);
+    EXPECT_EQ(state(f).at("c"), "48");
+    EXPECT_EQ(probe({t}, 0).out[0].remaining, 100 - 1 - 47 - 1);
+
+    calls[1].first[0].charge = -20;
+    calls[1].first[1].charge = -20;
+    r = command(callArgv(calls, false, false, {}, rl::CallKind::Charge));
+    ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
+    EXPECT_EQ(state(f).at("c"), "70");      /* 48 + 30 - 20 + 12 */
+    EXPECT_EQ(probe({t}, 0).out[0].remaining, 100 - 1 - 69 - 1);
+}
+
+/* A concurrency rule's record of slot 0 (a cost of 0: the operator
+ * API's read) counts the slots and holds none. */
+TEST_F(LuaScript, ConcurrencyReadHoldsNothing) {
+    const uint64_t hold = 10 * kSec;
+    Rule held = inflight("read", 3, hold, 7);
+    decide({held}, 0);
+    Rule read = inflight("read", 3, hold, 0);
+    read.cost = 0;
+    Decision d = decide({read}, 0);
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.out[0].remaining, 2);
+    EXPECT_EQ(slots(held.key).size(), 1u);
+}

@@ -47,6 +47,13 @@ TEST(OverrideText, Applies) {
     Params log{Algorithm::SlidingLog, 10, 60000000, 0, 0};
     EXPECT_TRUE(rl::overridden(log, 100000, false, &p));
     EXPECT_FALSE(rl::overridden(log, 100001, false, &p));
+    /* concurrency= keeps a slot each, as the log an entry: as the
+     * script's overrides (lua/override.lua) */
+    Params slots{Algorithm::Concurrency, 4, 60000000, 0, 0};
+    slots.slotId = 77;
+    ASSERT_TRUE(rl::overridden(slots, 100000, false, &p));
+    EXPECT_EQ(p.slotId, 77u);   /* the request's slot stays its own */
+    EXPECT_FALSE(rl::overridden(slots, 100001, false, &p));
     Params tb{Algorithm::TokenBucket, 10, 60000000, 10, 0};
     ASSERT_TRUE(rl::overridden(tb, 50, true, &p));
     EXPECT_EQ(p.burst, 50u);   /* the capacity follows N */

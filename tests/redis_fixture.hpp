@@ -96,6 +96,8 @@ struct Rule {
     bool dryRun = false;
     std::string name = "r";     /* what an override names */
     bool burstFollows = false;  /* burst is the limit's default */
+    uint64_t slot = 0;          /* concurrency: the request's slot */
+    int64_t charge = 0;         /* a charge call's units */
 };
 
 struct Decision {
@@ -287,7 +289,11 @@ protected:
      * each once, as the module makes it. */
     static std::vector<std::string> callArgv(
         const std::vector<Request>& requests, bool sha, bool refund,
-        const std::vector<uint64_t>& asks = {}) {
+        const std::vector<uint64_t>& asks = {},
+        rl::CallKind kind = rl::CallKind::Decide) {
+        if (refund && kind == rl::CallKind::Decide) {
+            kind = rl::CallKind::Refund;
+        }
         std::vector<std::string> keys, specs;
         std::map<std::string, size_t> keyIndex, specIndex;
         auto index = [](std::map<std::string, size_t>& seen,
@@ -307,9 +313,15 @@ protected:
                                 q < asks.size() ? asks[q] : 0);
             q++;
             for (const Rule& r : rules) {
-                p = rl::ruleRecord(p, index(keyIndex, keys, r.key),
-                                   index(specIndex, specs, specOf(r)),
-                                   r.cost);
+                size_t k = index(keyIndex, keys, r.key);
+                size_t s = index(specIndex, specs, specOf(r));
+                if (r.algorithm == "concurrency") {
+                    p = rl::slotRecord(p, k, s, r.slot);
+                } else if (kind == rl::CallKind::Charge) {
+                    p = rl::chargeRecord(p, k, s, r.charge);
+                } else {
+                    p = rl::ruleRecord(p, k, s, r.cost);
+                }
             }
             head += part;
         }
@@ -320,8 +332,8 @@ protected:
         argv.insert(argv.end(), keys.begin(), keys.end());
         argv.push_back(head);
         argv.insert(argv.end(), specs.begin(), specs.end());
-        if (refund) {
-            argv.push_back("refund");
+        if (kind != rl::CallKind::Decide) {
+            argv.emplace_back(rl::callWord(kind));
         }
         return argv;
     }
@@ -447,9 +459,13 @@ protected:
         }
     }
 
-    /* Gives back what a decision at thenUs counted; the reply is 1. */
-    void refund(const std::vector<Rule>& rules, uint64_t thenUs) {
-        ReplyPtr reply = run(rules, thenUs, false, true);
+    /* Gives back what a decision at thenUs counted (releases its slots;
+     * another kind of the module's own calls: renews them, charges
+     * each rule's `charge`); the reply is 1. */
+    void refund(const std::vector<Rule>& rules, uint64_t thenUs,
+                rl::CallKind kind = rl::CallKind::Refund) {
+        ReplyPtr reply = command(callArgv(
+            {{rules, static_cast<int64_t>(thenUs)}}, false, false, {}, kind));
         ASSERT_NE(reply, nullptr);
         EXPECT_EQ(reply->type, REDIS_REPLY_INTEGER)
             << std::string(reply->str != nullptr ? reply->str : "",
@@ -528,6 +544,24 @@ protected:
         return integerCommand({"PTTL", key});
     }
 
+    /* A concurrency rule's slots (lua/concurrency.lua): each member's 8
+     * bytes as the slot id, and its score, when it expires. */
+    std::map<uint64_t, long long> slots(const std::string& key) {
+        std::map<uint64_t, long long> m;
+        ReplyPtr r = command({"ZRANGE", key, "0", "-1", "WITHSCORES"});
+        for (size_t i = 0; r && i + 1 < r->elements; i += 2) {
+            const redisReply* member = r->element[i];
+            EXPECT_EQ(member->len, 8u) << key;
+            uint64_t id = 0;
+            for (size_t k = member->len; k-- > 0;) {
+                id = id << 8 | static_cast<unsigned char>(member->str[k]);
+            }
+            m[id] = std::stoll(std::string(r->element[i + 1]->str,
+                                           r->element[i + 1]->len));
+        }
+        return m;
+    }
+
     /* How many times Redis ran `name` (lowercase; scripts' commands
      * included) since the last CONFIG RESETSTAT, from INFO commandstats. */
     long long commandCalls(const std::string& name) {
@@ -604,6 +638,15 @@ public:
                      uint64_t windowUs, uint64_t burst, uint64_t delay) {
         return {stateKey(value, "g", "gcra", windowUs), "gcra", limit,
                 windowUs, burst, 1, delay};
+    }
+
+    /* concurrency=limit hold=holdUs, the request's slot */
+    static Rule inflight(std::string_view value, uint64_t limit,
+                         uint64_t holdUs, uint64_t slot) {
+        Rule r{stateKey(value, "c", "concurrency", 0), "concurrency", limit,
+               holdUs};
+        r.slot = slot;
+        return r;
     }
 
 protected:

@@ -94,6 +94,9 @@ TEST(StateKey, ValuesNeedingADigest) {
 TEST(StateKey, PlainKeyLayout) {
     EXPECT_EQ(stateKey("rl:", "10.0.0.1"), "rl:{10.0.0.1}:0123456789abcdef");
     EXPECT_EQ(stateKey("", "u42"), "{u42}:0123456789abcdef");
+    /* no prefix, as an embedded zone's nginx string: {0, NULL} */
+    EXPECT_EQ(stateKey(std::string_view(nullptr, 0), "u42"),
+              "{u42}:0123456789abcdef");
     EXPECT_EQ(rl::stateKeyLength(3, "10.0.0.1"), 3 + 1 + 8 + 2 + 16u);
 }
 

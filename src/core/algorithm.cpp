@@ -13,6 +13,10 @@
  *   leaky_bucket    a = last update (us), b = level, c = as token_bucket
  *   gcra            a = theoretical arrival time (TAT), whole us,
  *                   b = its fraction, 0 <= b < n' (units)
+ *   concurrency     a = entries of the log in use, two per slot held
+ *                   (its expiry in us, its id), in no order; b = 0 (the
+ *                   log's head, so that a ring copied for another N
+ *                   keeps whole slots, src/shm_store.cpp)
  *
  * The meters count in units of g / N us (g = gcd(N, W)): a request is
  * w' = W / g units, a microsecond n' = N / g units, so every figure is
@@ -560,6 +564,90 @@ int64_t tokenIdleAt(const Params& p, const State& s) {
     return x >= m.full ? s.a : s.a + ceilDiv(m.full - x, m.n);
 }
 
+/* ------------------------------------------------------------------ */
+/* concurrency: slots as (expiry, id) pairs in the log                 */
+
+struct Slots {
+    int64_t* log;
+    int64_t used;   /* entries: 2 per slot */
+
+    int64_t expiry(int64_t i) const { return log[2 * i]; }
+    int64_t slots() const { return used / 2; }
+    int64_t find(uint64_t id) const {
+        for (int64_t i = 0; i < slots(); i++) {
+            if (static_cast<uint64_t>(log[2 * i + 1]) == id) {
+                return i;
+            }
+        }
+        return -1;
+    }
+    /* the last slot takes the place of slot i */
+    void remove(int64_t i) {
+        used -= 2;
+        log[2 * i] = log[used];
+        log[2 * i + 1] = log[used + 1];
+    }
+};
+
+Slots slotsOf(const Params& p, const State& s, int64_t* log) {
+    int64_t cap = 2 * std::min(i64(p.limit), kMaxFigure / 2);
+    int64_t used = log != nullptr ? std::clamp<int64_t>(s.a, 0, cap) : 0;
+    return {log, used - used % 2};
+}
+
+Check inflightCheck(const Params& p, const State& s, const int64_t* log,
+                    int64_t cost, int64_t now) {
+    const int64_t limit = i64(p.limit);
+    Slots sl = slotsOf(p, s, const_cast<int64_t*>(log));
+    int64_t live = 0;
+    for (int64_t i = 0; i < sl.slots(); i++) {
+        live += sl.expiry(i) > now ? 1 : 0;
+    }
+    Check c{};
+    c.ok = live + cost <= limit;
+    c.left = std::max<int64_t>(limit - live, 0);
+    if (!c.ok) {
+        c.retryUs = kInflightRetryUs;
+        c.resetUs = kInflightRetryUs;
+    }
+    return c;
+}
+
+/* Expired slots go, then the request's is held for a hold. */
+void inflightCommit(const Params& p, State& s, int64_t* log, int64_t now) {
+    Slots sl = slotsOf(p, s, log);
+    for (int64_t i = sl.slots() - 1; i >= 0; i--) {
+        if (sl.expiry(i) <= now) {
+            sl.remove(i);
+        }
+    }
+    if (log != nullptr && sl.slots() < i64(p.limit)) {
+        log[sl.used] = now + i64(p.windowUs);
+        log[sl.used + 1] = static_cast<int64_t>(p.slotId);
+        sl.used += 2;
+    }
+    s.a = sl.used;
+    s.b = 0;
+}
+
+void inflightRelease(const Params& p, State& s, int64_t* log) {
+    Slots sl = slotsOf(p, s, log);
+    int64_t i = sl.find(p.slotId);
+    if (i >= 0) {
+        sl.remove(i);
+        s.a = sl.used;
+    }
+}
+
+int64_t inflightIdleAt(const Params& p, const State& s, const int64_t* log) {
+    Slots sl = slotsOf(p, s, const_cast<int64_t*>(log));
+    int64_t at = 0;
+    for (int64_t i = 0; i < sl.slots(); i++) {
+        at = std::max(at, sl.expiry(i));
+    }
+    return at;
+}
+
 /* N and W within what the script's doubles hold exactly. */
 bool valid(const Params& p) {
     return p.limit > 0 && p.windowUs > 0 &&
@@ -594,6 +682,8 @@ std::string_view algorithmName(Algorithm a) {
         return "leaky_bucket";
     case Algorithm::Gcra:
         return "gcra";
+    case Algorithm::Concurrency:
+        return "concurrency";
     }
     return {};
 }
@@ -636,6 +726,9 @@ int64_t maxDelayUs(const Params& p) {
 int64_t maxRetryUs(const Params& p, uint64_t cost) {
     constexpr uint64_t kMax = 1ULL << 53;
     constexpr uint64_t kBlockUs = 60000000;
+    if (p.algorithm == Algorithm::Concurrency) {
+        return static_cast<int64_t>(kBlockUs) + 1000; /* (a block's) */
+    }
     uint64_t units = capacity(p);
     units = units > kMax - cost ? kMax : units + cost;
     uint64_t us = p.windowUs != 0 && units > (kMax - 1000) / p.windowUs
@@ -675,8 +768,14 @@ bool exactArithmetic(const Params& p, uint64_t maxCost) {
 }
 
 size_t logSlots(const Params& p) {
-    return p.algorithm == Algorithm::SlidingLog ? static_cast<size_t>(p.limit)
-                                                : 0;
+    switch (p.algorithm) {
+    case Algorithm::SlidingLog:
+        return static_cast<size_t>(p.limit);
+    case Algorithm::Concurrency:
+        return 2 * static_cast<size_t>(p.limit);
+    default:
+        return 0;
+    }
 }
 
 Check check(const Params& p, const State& s, const int64_t* log,
@@ -686,6 +785,9 @@ Check check(const Params& p, const State& s, const int64_t* log,
     }
     if (p.algorithm == Algorithm::SlidingLog && log == nullptr) {
         return rejectAll(i64(p.windowUs)); /* no ring: nothing to admit */
+    }
+    if (p.algorithm == Algorithm::Concurrency && log == nullptr) {
+        return rejectAll(kInflightRetryUs); /* nowhere to hold a slot */
     }
     const int64_t c = costOf(cost);
     const int64_t now = std::max<int64_t>(nowUs, 0);
@@ -702,6 +804,8 @@ Check check(const Params& p, const State& s, const int64_t* log,
         return leakyCheck(p, s, c, now);
     case Algorithm::Gcra:
         return gcraCheck(p, s, c, now);
+    case Algorithm::Concurrency:
+        return inflightCheck(p, s, log, c, now);
     }
     return rejectAll(1);
 }
@@ -734,6 +838,9 @@ void commit(const Params& p, State& s, int64_t* log, uint64_t cost,
     case Algorithm::Gcra:
         gcraCommit(p, s, c, now);
         break;
+    case Algorithm::Concurrency:
+        inflightCommit(p, s, log, now); /* one slot, whatever the cost */
+        break;
     }
 }
 
@@ -765,6 +872,35 @@ void refund(const Params& p, State& s, int64_t* log, uint64_t cost,
     case Algorithm::Gcra:
         gcraRefund(p, s, c, then);
         break;
+    case Algorithm::Concurrency:
+        inflightRelease(p, s, log);
+        break;
+    }
+}
+
+void charge(const Params& p, State& s, int64_t units, int64_t nowUs) {
+    if (p.algorithm == Algorithm::SlidingLog ||
+        p.algorithm == Algorithm::Concurrency) {
+        return;
+    }
+    /* every other commit counts without a limit, and a refund gives back
+     * at its time: a charge is one or the other */
+    if (units > 0) {
+        commit(p, s, nullptr, static_cast<uint64_t>(units), nowUs);
+    } else if (units < 0) {
+        refund(p, s, nullptr, static_cast<uint64_t>(-units), nowUs);
+    }
+}
+
+void renew(const Params& p, State& s, int64_t* log, int64_t nowUs) {
+    if (p.algorithm != Algorithm::Concurrency || !valid(p)) {
+        return;
+    }
+    Slots sl = slotsOf(p, s, log);
+    int64_t i = sl.find(p.slotId);
+    if (i >= 0) {   /* never sooner than it was (ZADD XX GT) */
+        log[2 * i] = std::max(log[2 * i],
+                              std::max<int64_t>(nowUs, 0) + i64(p.windowUs));
     }
 }
 
@@ -794,6 +930,9 @@ int64_t idleAtUs(const Params& p, const State& s, const int64_t* log,
         break;
     case Algorithm::Gcra:
         at = gcraIdleAt(s);
+        break;
+    case Algorithm::Concurrency:
+        at = inflightIdleAt(p, s, log);
         break;
     }
     (void)nowUs;

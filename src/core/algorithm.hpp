@@ -1,7 +1,8 @@
-/* The six algorithms, exact, on an injected clock. They are the embedded
- * store's implementation and the reference the Lua scripts (lua/) are
- * tested against: for the same parameters, state and time, a script and
- * this code give the same decision and the same figures.
+/* The six algorithms, exact, on an injected clock, and the in-flight
+ * limit (concurrency=, SPEC section 9). They are the embedded store's
+ * implementation and the reference the Lua scripts (lua/) are tested
+ * against: for the same parameters, state and time, a script and this
+ * code give the same decision and the same figures.
  *
  * Every decision is two-phase, so several rules of one request are
  * all-or-nothing: check() every rule, then commit() every rule only if
@@ -25,8 +26,13 @@ enum class Algorithm : uint8_t {
     TokenBucket,
     LeakyBucket,
     Gcra,
+    /* concurrency=N: slots held by requests in progress, each until its
+     * request ends (released) or its hold passes unrenewed; windowUs is
+     * the hold. Not a rate: no burst, no delay, no charge=. */
+    Concurrency,
 };
 
+/* A rate algorithm by its name (algorithm=); not "concurrency". */
 std::optional<Algorithm> algorithmFromName(std::string_view name);
 std::string_view algorithmName(Algorithm a);
 
@@ -49,7 +55,16 @@ struct Params {
     /* dry run: evaluated and counted, never rejects nor delays; a
      * request it would reject takes nothing from it */
     bool dryRun = false;
+    /* concurrency: the request's slot (its worker and a counter), what
+     * commit() holds and refund() releases */
+    uint64_t slotId = 0;
 };
+
+/* A concurrency rule's retry, and its figures' reset when nothing is
+ * left: a slot frees as soon as any request of the key ends, so the
+ * client is told to come back in a second (Retry-After: 1) and the deny
+ * cache keeps the rejection this long only. */
+inline constexpr int64_t kInflightRetryUs = 100000;
 
 /* Default burst for an algorithm when the rule gives none. */
 uint64_t defaultBurst(Algorithm a, uint64_t limit);
@@ -91,7 +106,8 @@ struct State {
 };
 
 /* sliding_log keeps admission times in a ring of logSlots() entries
- * beside the State; other algorithms need none (0). */
+ * beside the State; concurrency its slots there, two entries each (its
+ * expiry and its id); other algorithms need none (0). */
 size_t logSlots(const Params& p);
 
 struct Check {
@@ -110,9 +126,20 @@ Check check(const Params& p, const State& s, const int64_t* log,
 void commit(const Params& p, State& s, int64_t* log, uint64_t cost,
             int64_t nowUs);
 
-/* Gives back a request counted at thenUs (another zone rejected it). */
+/* Gives back a request counted at thenUs (another zone rejected it);
+ * concurrency: releases p.slotId (the request ended). */
 void refund(const Params& p, State& s, int64_t* log, uint64_t cost,
             int64_t thenUs);
+
+/* A charge (charge=, SPEC section 10): `units` more counted at nowUs,
+ * whatever the limit (usage may exceed it: debt), as commit() counts an
+ * admitted request; a negative charge gives -units back at nowUs, as
+ * refund() does. Not for sliding_log nor concurrency. */
+void charge(const Params& p, State& s, int64_t units, int64_t nowUs);
+
+/* concurrency: p.slotId, if still held, expires a hold after nowUs (its
+ * request still runs). */
+void renew(const Params& p, State& s, int64_t* log, int64_t nowUs);
 
 /* When the state is back to what a fresh one would decide: the Redis
  * TTL, and when the embedded store may forget the key. */

@@ -83,8 +83,11 @@ uint64_t overrideLimit(std::string_view text, std::string_view name) {
 
 bool overridden(const Params& rule, uint64_t n, bool burstFollows,
                 Params* out) {
-    uint64_t most = rule.algorithm == Algorithm::SlidingLog ? 100000
-                                                            : 1000000000;
+    /* (the log and the slots keep an entry each: lua/override.lua) */
+    uint64_t most = rule.algorithm == Algorithm::SlidingLog ||
+                            rule.algorithm == Algorithm::Concurrency
+                        ? 100000
+                        : 1000000000;
     if (n < 1 || n > most || n == rule.limit) {
         return false;
     }

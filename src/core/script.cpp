@@ -126,4 +126,34 @@ std::string_view probeSpec() {
     return {reinterpret_cast<const char*>(spec.bytes), sizeof(spec.bytes)};
 }
 
+unsigned char* slotRecord(unsigned char* p, size_t key, size_t spec,
+                          uint64_t slot) {
+    p = putDouble(p, static_cast<double>(key));
+    p = putDouble(p, static_cast<double>(spec));
+    for (int k = 0; k < 8; k++) {
+        *p++ = static_cast<unsigned char>(slot >> (8 * k));
+    }
+    return p;
+}
+
+unsigned char* chargeRecord(unsigned char* p, size_t key, size_t spec,
+                            int64_t units) {
+    p = putDouble(p, static_cast<double>(key));
+    p = putDouble(p, static_cast<double>(spec));
+    return putDouble(p, static_cast<double>(units));
+}
+
+std::string_view callWord(CallKind kind) {
+    switch (kind) {
+    case CallKind::Refund:
+        return "refund";
+    case CallKind::Renew:
+        return "renew";
+    case CallKind::Charge:
+        return "charge";
+    default:
+        return {};
+    }
+}
+
 }  // namespace rl

@@ -11,7 +11,9 @@
  *   (ruleRecord): requestBytes(n) bytes. t <= 0: Redis' TIME plus t (the
  *   request waited -t us in nginx); t > 0: that time, in us (a refund
  *   sends its decision's; tests). A request asking for a lease of k
- *   units (SPEC section 6) sends n + 128 k for n.
+ *   units (SPEC section 6) sends n + 128 k for n. A concurrency rule
+ *   (SPEC section 9) costs 1, and its record carries the request's slot
+ *   in place of its cost (slotRecord).
  * - spec_j: a rule's constants, made once at configuration (writeSpec):
  *   limit, window in us, burst, delay, flags (1: a dry run; 2: burst is
  *   the limit's default, and follows a key value's override of the
@@ -23,7 +25,10 @@
  *   tolerated, default 0; others 0); delay for leaky_bucket and gcra
  *   (the excess passed at once; nodelay: delay = burst), 0 for others.
  * - "refund" last: give back what each request's decision counted
- *   (another zone rejected it).
+ *   (another zone rejected it), and release its slots (it ended);
+ *   "renew": its slots expire a hold later (it still runs); "charge":
+ *   each rule's record counts its cost more, or gives -cost back
+ *   (chargeRecord; SPEC section 10).
  *
  * Numbers travel packed and specs once per call: Redis spends about as
  * much on each argument as on a short command, and as much again on
@@ -95,5 +100,19 @@ size_t probeKey(char* out, std::string_view prefix, int slot);
  * spec. */
 std::string_view probeHead();
 std::string_view probeSpec();
+/* A concurrency rule's record: its cost is 1, and the 8 bytes of the
+ * cost name the request's slot (little-endian: its worker, a counter),
+ * the member the rule's key holds for it; slot 0 names none: a cost of
+ * 0, a read (ruleRecord(..., 0) writes the same bytes). */
+unsigned char* slotRecord(unsigned char* p, size_t key, size_t spec,
+                          uint64_t slot);
+
+/* A charge's record: units more in the rule, or -units given back. */
+unsigned char* chargeRecord(unsigned char* p, size_t key, size_t spec,
+                            int64_t units);
+
+/* What the module's own calls end with (a decision ends with a spec). */
+enum class CallKind : uint8_t { Decide, Refund, Renew, Charge };
+std::string_view callWord(CallKind kind);
 
 }  // namespace rl

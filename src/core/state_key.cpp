@@ -39,8 +39,10 @@ char* writeValueTag(char* out, std::string_view value) {
 
 char* writeStateKey(char* out, std::string_view prefix,
                     std::string_view value, std::string_view ruleId) {
-    std::memcpy(out, prefix.data(), prefix.size());
-    out += prefix.size();
+    if (!prefix.empty()) {  /* (an embedded zone's is {0, NULL}) */
+        std::memcpy(out, prefix.data(), prefix.size());
+        out += prefix.size();
+    }
     *out++ = '{';
     out = writeValueTag(out, value);
     *out++ = '}';

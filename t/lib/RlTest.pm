@@ -37,8 +37,10 @@ package RlTest;
 #    file's redis; a block fails on [alert]/[crit]/[emerg]/"exited on
 #    signal" in its error log.
 #
-# 2. Programmatic API: start_redis(%opt), start_nginx(%opt), http_get,
-#    http_request, http_start, http_parallel, wait_until, free_port, spawn.
+# 2. Programmatic API: start_redis(%opt), start_nginx(%opt),
+#    start_upstream() (a real upstream that holds requests and counts
+#    them in flight: RlTest/Upstream.pm), http_get, http_request,
+#    http_start, http_parallel, wait_until, free_port, spawn.
 #    See RlTest/Redis.pm, RlTest/Nginx.pm, RlTest/HTTP.pm, RlTest/Proc.pm.
 #
 # Environment: RL_MODULE (path of the .so; empty: no load_module; default
@@ -60,6 +62,7 @@ use RlTest::Proc qw(now wait_until free_port make_tempdir spawn);
 use RlTest::HTTP qw(http_get http_request http_start http_parallel);
 use RlTest::Redis;
 use RlTest::Nginx;
+use RlTest::Upstream;
 
 our ($RedisPort, $RedisSock, $ServerPort, $ServerRoot);
 
@@ -73,10 +76,10 @@ BEGIN {
 
 our @EXPORT = qw(
     run_tests blocks
-    start_redis start_nginx
+    start_redis start_nginx start_upstream
     http_get http_request http_start http_parallel
     wait_until free_port spawn now module_path repo_root
-    code_status status_counts metric_value zone_config_test
+    code_status status_counts metric_value zone_config_test slots_held
     $RedisPort $RedisSock $ServerPort $ServerRoot
 );
 
@@ -109,6 +112,8 @@ sub start_redis { RlTest::Redis->new(@_) }
 # start_nginx(config => $http_contents, workers => N, redis => $redis, ...)
 sub start_nginx { RlTest::Nginx->new(@_) }
 
+sub start_upstream { RlTest::Upstream->new(@_) }
+
 # "200 PASSED": a response's code and its X-RL-Status header (the tests'
 # `add_header X-RL-Status $rl_status always;`)
 sub code_status {
@@ -138,6 +143,26 @@ sub status_counts {
     my %n;
     $n{ code_status($_) }++ for @res;
     return join ', ', map { "$_ x$n{$_}" } sort keys %n;
+}
+
+# slots_held($redis): the concurrency= slots Redis holds now (not
+# expired), over every key of the prefix rl: (lua/concurrency.lua);
+# slots_held(sub { $cluster->cli_on($node, @_) }) on one node
+my $SLOTS_HELD = <<'LUA';
+local t = redis.call('TIME')
+local now = string.format('%.0f', t[1] * 1e6 + t[2])
+local n = 0
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+    if redis.call('TYPE', k).ok == 'zset' then
+        n = n + redis.call('ZCOUNT', k, '(' .. now, '+inf')
+    end
+end
+return n
+LUA
+sub slots_held {
+    my ($redis) = @_;
+    my @args = ('EVAL', $SLOTS_HELD, 0, 'rl:*');
+    return ref $redis eq 'CODE' ? $redis->(@args) : $redis->cli(@args);
 }
 
 # metric_value($port, 'rl_store_up{zone="a"}'): that series' value on the

@@ -22,7 +22,7 @@ use warnings;
 use IO::Socket::INET;
 use POSIX ();
 use Socket qw(inet_aton);
-use RlTest::Proc qw(make_tempdir kill_and_reap);
+use RlTest::Proc qw(make_tempdir);
 use parent -norequire, 'RlTest::Proc::Owned';
 
 sub new {
@@ -137,13 +137,7 @@ sub _serve {
     }
 }
 
-sub stop {
-    my ($self) = @_;
-    return unless $self->{pid};
-    kill_and_reap($self->{pid}, [TERM => 2], [KILL => 2]);
-    $self->{pid} = undef;
-    return 1;
-}
+sub stop { $_[0]->stop_child }
 
 sub _cleanup_priority { 2 }
 

@@ -297,6 +297,16 @@ sub _cleanup {
     $self->stop;
 }
 
+# The stop of a server that is one child of the test's, $self->{pid}
+# (a DNS server, an upstream): TERM, then KILL.
+sub stop_child {
+    my ($self) = @_;
+    return unless $self->{pid};
+    RlTest::Proc::kill_and_reap($self->{pid}, [TERM => 2], [KILL => 2]);
+    $self->{pid} = undef;
+    return 1;
+}
+
 sub DESTROY {
     my ($self) = @_;
     return unless $$ == ($self->{owner} // 0);
