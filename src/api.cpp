@@ -146,10 +146,14 @@ Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
     out.raw("{\"name\":").str(viewOf(rule->name))
         .raw(",\"zone\":").str(viewOf(rule->zone->name))
         .raw(",\"algorithm\":").str({alg, len})
-        .raw(",\"limit\":").num(static_cast<int64_t>(rule->limit))
-        .raw(",\"window\":");
-    seconds(out, rule->window_us)
-        .raw(",\"key\":").str(viewOf(rule->key.value))
+        .raw(",\"limit\":").num(static_cast<int64_t>(rule->limit));
+    if (rule->algorithm == RL_ALGORITHM_CONCURRENCY) {
+        /* requests in flight: no window; its slots' hold= */
+        seconds(out.raw(",\"window\":null,\"hold\":"), rule->window_us);
+    } else {
+        seconds(out.raw(",\"window\":"), rule->window_us);
+    }
+    out.raw(",\"key\":").str(viewOf(rule->key.value))
         .raw(",\"requests\":");
     outcomes(out, s != nullptr ? s->outcomes : nullptr).raw(",\"usage\":[");
     int64_t total = 0;

@@ -207,19 +207,18 @@ ngx_int_t answerWrite(Operation *op) {
                                              const_cast<char *>(
                                                  op->value.data()))};
     auto **all = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    const ngx_str_t &prefix = zoneOf(op)->prefix;
-    if (rmcf->deny != nullptr) {
+    std::string_view prefix = viewOf(zoneOf(op)->prefix);
+    if (rmcf->deny != nullptr && !ngx_http_rl_embedded(zoneOf(op))) {
         /* a block or override: every rule of the prefix's zones; a
-         * reset: the rule's */
+         * reset: the rule's (Redis zones: the embedded store has no
+         * deny cache) */
         for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
             ngx_http_rl_zone_t *z = all[i]->zone;
             bool reach = op->route == Route::Key
                              ? viewOf(all[i]->name) ==
                                        viewOf(op->set.first->name) &&
                                    z == zoneOf(op)
-                             : z->prefix.len == prefix.len &&
-                                   ngx_memcmp(z->prefix.data, prefix.data,
-                                              prefix.len) == 0;
+                             : viewOf(z->prefix) == prefix;
             if (reach && !ngx_http_rl_embedded(z)) {
                 ngx_http_rl_deny_forget(rmcf->deny, all[i], &value);
             }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 namespace {
@@ -14,18 +15,23 @@ using rl::api::Method;
 using rl::api::Request;
 using rl::api::Route;
 
+/* The request parsed, with the buffers its views point into: on the
+ * heap, so that moving the result moves no byte (a short std::string
+ * keeps its bytes inside itself, and a move copies them). */
 struct Parsed {
     bool ok;
     Request req;
     Error err;
-    std::string path, query;    /* the buffers the views point into */
+    std::unique_ptr<std::string> path, query;
 };
 
 Parsed parse(std::string path, std::string query = "",
              bool decoded = false) {
-    Parsed p{false, {}, {0, "", ""}, std::move(path), std::move(query)};
-    p.ok = rl::api::parse(p.path.data(), p.path.size(), p.query.data(),
-                          p.query.size(), decoded, &p.req, &p.err);
+    Parsed p{false, {}, {0, "", ""},
+             std::make_unique<std::string>(std::move(path)),
+             std::make_unique<std::string>(std::move(query))};
+    p.ok = rl::api::parse(p.path->data(), p.path->size(), p.query->data(),
+                          p.query->size(), decoded, &p.req, &p.err);
     return p;
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 namespace {
@@ -16,16 +17,19 @@ std::string write(const std::string& s) {
     return out;
 }
 
+/* The body parsed, with the text its views point into, on the heap
+ * (moving the result must not move its bytes). */
 struct Parsed {
     bool ok;
     rl::json::Object obj;
     const char* why;
-    std::string text;
+    std::unique_ptr<std::string> text;
 };
 
 Parsed parse(std::string text) {
-    Parsed p{false, {}, nullptr, std::move(text)};
-    p.ok = rl::json::parseObject(p.text.data(), p.text.size(), &p.obj,
+    Parsed p{false, {}, nullptr,
+             std::make_unique<std::string>(std::move(text))};
+    p.ok = rl::json::parseObject(p.text->data(), p.text->size(), &p.obj,
                                  &p.why);
     return p;
 }

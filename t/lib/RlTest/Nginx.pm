@@ -45,9 +45,12 @@ sub module_path {
 }
 
 # Error log lines that fail a test whatever the test expects.
+# (and, under make test SANITIZE=1, what UBSan and ASan print on the
+# worker's stderr, which is nginx's error log)
 sub bad_log_lines {
     my ($text) = @_;
-    return grep { /\[(?:alert|crit|emerg)\]/ || /exited on signal/ }
+    return grep { /\[(?:alert|crit|emerg)\]/ || /exited on signal/
+                  || /runtime error: / || /ERROR: AddressSanitizer/ }
            split /\n/, $text // '';
 }
 
