@@ -11,6 +11,12 @@ package RlTest::Sentinel;
 #                                 password => 'pw',
 #                                 sentinel_password => 'spw',
 #                                 down_after => 1000);
+#   RlTest::Sentinel->new(hostnames => 1);  # every server announced as
+#                          # "localhost" (replica-announce-ip), the
+#                          # sentinels with resolve-hostnames and
+#                          # announce-hostnames: they name the master
+#                          # "localhost" (get-master-addr-by-name,
+#                          # +switch-master)
 #   $s->name;              # the master's name ("mymaster")
 #   $s->addrs;             # "127.0.0.1:S1,127.0.0.1:S2,..." (sentinels)
 #   $s->sentinels;         # RlTest::Redis of each sentinel
@@ -58,17 +64,21 @@ sub new {
              ? ('--masterauth', $self->{password}) : ();
     # a replica's first sync starts at once, not after 5 s
     my @sync = ('--repl-diskless-sync-delay', 0);
+    # the name every server is known by
+    my $host = $opt{hostnames} ? 'localhost' : '127.0.0.1';
+    push @sync, '--replica-announce-ip', $host if $opt{hostnames};
     my $master = RlTest::Redis->new(password => $self->{password},
                                     args => [ @auth, @sync ]);
     push @{ $self->{servers} }, $master;
     for (1 .. $opt{replicas} // 1) {
         push @{ $self->{servers} }, RlTest::Redis->new(
             password => $self->{password},
-            args => [ @auth, @sync, '--replicaof', '127.0.0.1',
-                      $master->port ]);
+            args => [ @auth, @sync, '--replicaof', $host, $master->port ]);
     }
     my $conf = join '', map { "$_\n" }
-        "sentinel monitor $self->{name} 127.0.0.1 " . $master->port
+        ($opt{hostnames} ? ('sentinel resolve-hostnames yes',
+                            'sentinel announce-hostnames yes') : ()),
+        "sentinel monitor $self->{name} $host " . $master->port
             . ' ' . ($opt{quorum} // 2),
         "sentinel down-after-milliseconds $self->{name} $self->{down_after}",
         # a failover that fails is tried again after twice this
