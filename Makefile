@@ -49,6 +49,24 @@ endif
 ifneq ($(HIREDIS)-$(NGINX),0.14-1.22)
 BUILD      := $(CURDIR)/build/nginx-$(NGINX)-hiredis-$(HIREDIS)
 endif
+# make SERVER=redis-8.0|valkey-8.1 test: the tests (and make run) against
+# that server, built from Debian 13's source package into build/deps
+# (redis-server and redis-cli, valkey's under those names too, first in
+# PATH; RL_SERVER tells t/000-harness.t which to expect). The module is
+# the same: SERVER changes no build directory. Default: Debian 12's
+# redis-server 7.0.
+SERVER     ?= redis-7.0
+ifeq ($(SERVER),redis-8.0)
+SERVER_BIN := $(DEPS)/redis-8.0/bin/redis-server
+else ifeq ($(SERVER),valkey-8.1)
+SERVER_BIN := $(DEPS)/valkey-8.1/bin/redis-server
+else ifneq ($(SERVER),redis-7.0)
+$(error SERVER=$(SERVER): redis-7.0 (Debian 12), redis-8.0 or valkey-8.1 (Debian 13's source))
+endif
+export RL_SERVER := $(SERVER)
+ifdef SERVER_BIN
+export PATH := $(dir $(SERVER_BIN)):$(PATH)
+endif
 # make test SANITIZE=1: the module and the unit tests built with ASan
 # and UBSan (BUILD/sanitize), every test run against them; any report
 # fails the run
@@ -120,7 +138,7 @@ $(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(SOURCES)
 module: deps
 	@$(MAKE) --no-print-directory $(MODULE)
 
-unit-build: deps $(HIREDIS_LIB)
+unit-build: deps $(HIREDIS_LIB) $(SERVER_BIN)
 	cmake -S . -B $(CMAKE_DIR) -DRL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
 	    $(CMAKE_OPT) $(if $(HIREDIS_DIR),-DRL_HIREDIS=$(HIREDIS_DIR)) \
 	    > /dev/null
@@ -131,7 +149,7 @@ unit: unit-build
 	cd $(CMAKE_DIR) && $(SAN_ENV) ctest --output-on-failure; \
 	    rc=$$?; $(san_check) || rc=1; exit $$rc
 
-integration: module
+integration: module $(SERVER_BIN)
 	@$(san_reset)
 	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove -r t; \
 	    rc=$$?; $(san_check) || rc=1; exit $$rc
@@ -147,7 +165,7 @@ san_reset = :
 san_check = :
 endif
 
-test-nginx: module
+test-nginx: module $(SERVER_BIN)
 	RL_MODULE=$(MODULE) BUILD=$(BUILD) t/nginx-suite
 
 FUZZ_SECONDS ?= 60
@@ -157,7 +175,7 @@ fuzz: module
 	RL_MODULE=$(MODULE) RL_FUZZ_ROUNDS=$(FUZZ_ROUNDS) \
 	    prove t/048-random-replies.t
 
-run: module
+run: module $(SERVER_BIN)
 	@RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) RUN_DIR=$(RUN_DIR) \
 	    RUN_PORT=$(RUN_PORT) \
 	    REDIS_PORT=$(REDIS_PORT) docker/run-local start
@@ -177,6 +195,32 @@ $(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a:
 	    sockcompat.h hiredis_ssl.h $(DEPS)/hiredis-1.2/include/hiredis/
 	cp $(DEPS)/hiredis-1.2.0/libhiredis.a $(DEPS)/hiredis-1.2/lib/
 	cp $(DEPS)/hiredis-1.2.0/libhiredis_ssl.a $@
+
+# The servers of Debian 13 (Redis 8.0, Valkey 8.1), with TLS, as
+# Debian builds them (jemalloc, the Lua of their tree); only the server
+# and the cli (sentinel mode is the server's --sentinel). Valkey's are
+# valkey-*, with redis-* links beside them as its make install makes.
+$(DEPS)/redis-8.0/bin/redis-server:
+	.ci/debian-source redis 8.0.2 $(DEPS)
+	GIT_CEILING_DIRECTORIES=$(DEPS) \
+	    $(MAKE) -C $(DEPS)/redis-8.0.2/src -j $(JOBS) BUILD_TLS=yes \
+	    redis-server redis-cli > $(DEPS)/redis-8.0.2/build.log 2>&1 \
+	    || { tail -n 30 $(DEPS)/redis-8.0.2/build.log; exit 1; }
+	mkdir -p $(@D)
+	cp $(DEPS)/redis-8.0.2/src/redis-cli $(@D)/
+	cp $(DEPS)/redis-8.0.2/src/redis-server $@
+
+$(DEPS)/valkey-8.1/bin/redis-server:
+	.ci/debian-source valkey 8.1.1 $(DEPS)
+	GIT_CEILING_DIRECTORIES=$(DEPS) \
+	    $(MAKE) -C $(DEPS)/valkey-8.1.1/src -j $(JOBS) BUILD_TLS=yes \
+	    valkey-server valkey-cli > $(DEPS)/valkey-8.1.1/build.log 2>&1 \
+	    || { tail -n 30 $(DEPS)/valkey-8.1.1/build.log; exit 1; }
+	mkdir -p $(@D)
+	cp $(DEPS)/valkey-8.1.1/src/valkey-server \
+	    $(DEPS)/valkey-8.1.1/src/valkey-cli $(@D)/
+	ln -sf valkey-cli $(@D)/redis-cli
+	ln -sf valkey-server $@
 
 # nginx 1.26, a plain build with the modules the tests use; conf_flags
 # as Debian's nginx-dev has it, for the module's configure
