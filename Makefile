@@ -111,13 +111,19 @@ SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 
-.PHONY: all deps module unit unit-build integration test test-nginx \
-        fuzz run stop clean deb docs
+.PHONY: all deps test-deps module unit unit-build integration test \
+        test-nginx fuzz run stop clean deb docs server sources
 
 all: module unit-build
 
+# What building and make run need (the README's first command); the
+# first make test installs the rest, make test-nginx, fuzz and deb their
+# own (.ci/install-deps GROUP; .ci/run installs them all).
 deps:
-	@.ci/install-deps
+	@.ci/install-deps run
+
+test-deps:
+	@.ci/install-deps run test
 
 # Debian's way (libnginx-mod-*): configure the packaged nginx source
 # with the flags nginx was built with, then build only the modules.
@@ -138,7 +144,7 @@ $(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(SOURCES)
 module: deps
 	@$(MAKE) --no-print-directory $(MODULE)
 
-unit-build: deps $(HIREDIS_LIB) $(SERVER_BIN)
+unit-build: test-deps $(HIREDIS_LIB) $(SERVER_BIN)
 	cmake -S . -B $(CMAKE_DIR) -DRL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
 	    $(CMAKE_OPT) $(if $(HIREDIS_DIR),-DRL_HIREDIS=$(HIREDIS_DIR)) \
 	    > /dev/null
@@ -149,7 +155,7 @@ unit: unit-build
 	cd $(CMAKE_DIR) && $(SAN_ENV) ctest --output-on-failure; \
 	    rc=$$?; $(san_check) || rc=1; exit $$rc
 
-integration: module $(SERVER_BIN)
+integration: test-deps module $(SERVER_BIN)
 	@$(san_reset)
 	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove -r t; \
 	    rc=$$?; $(san_check) || rc=1; exit $$rc
@@ -166,11 +172,13 @@ san_check = :
 endif
 
 test-nginx: module $(SERVER_BIN)
+	@.ci/install-deps run test test-nginx
 	RL_MODULE=$(MODULE) BUILD=$(BUILD) t/nginx-suite
 
 FUZZ_SECONDS ?= 60
 FUZZ_ROUNDS  ?= 1000
 fuzz: module
+	@.ci/install-deps run test fuzz
 	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
 	RL_MODULE=$(MODULE) RL_FUZZ_ROUNDS=$(FUZZ_ROUNDS) \
 	    prove t/048-random-replies.t
@@ -195,6 +203,20 @@ $(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a:
 	    sockcompat.h hiredis_ssl.h $(DEPS)/hiredis-1.2/include/hiredis/
 	cp $(DEPS)/hiredis-1.2.0/libhiredis.a $(DEPS)/hiredis-1.2/lib/
 	cp $(DEPS)/hiredis-1.2.0/libhiredis_ssl.a $@
+
+# make SERVER=... server: that server alone
+server: $(SERVER_BIN)
+
+# make sources: every build of Debian 13's sources (hiredis 1.2, nginx
+# 1.26, Redis 8.0, Valkey 8.1) into build/deps, one after the other (they
+# share the private apt configuration): then legs that use them can run
+# side by side (.ci/run)
+DEBIAN13   := $(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a \
+              $(DEPS)/nginx-1.26.3/objs/nginx \
+              $(DEPS)/redis-8.0/bin/redis-server \
+              $(DEPS)/valkey-8.1/bin/redis-server
+sources: deps
+	@$(MAKE) --no-print-directory -j1 $(DEBIAN13)
 
 # The servers of Debian 13 (Redis 8.0, Valkey 8.1), with TLS, as
 # Debian builds them (jemalloc, the Lua of their tree); only the server
@@ -238,6 +260,7 @@ $(DEPS)/nginx-1.26.3/objs/nginx:
 # nginx modules (debian/: dh_nginx), out of tree in build/deb:
 # build/libnginx-mod-http-rl_VERSION_ARCH.deb (.ci/deb-check installs it).
 deb: deps
+	@.ci/install-deps deb
 	@.ci/build-deb $(BUILD)
 
 # The design diagram (docs/design.md), rendered from its text source
