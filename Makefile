@@ -222,25 +222,24 @@ sources: deps
 # Debian builds them (jemalloc, the Lua of their tree); only the server
 # and the cli (sentinel mode is the server's --sentinel). Valkey's are
 # valkey-*, with redis-* links beside them as its make install makes.
-$(DEPS)/redis-8.0/bin/redis-server:
-	.ci/debian-source redis 8.0.2 $(DEPS)
+# $(call build_server,PACKAGE,VERSION): its server and cli, into
+# DEPS/PACKAGE-X.Y/bin (the build's sha is none, not this repository's)
+define build_server
+	.ci/debian-source $(1) $(2) $(DEPS)
 	GIT_CEILING_DIRECTORIES=$(DEPS) \
-	    $(MAKE) -C $(DEPS)/redis-8.0.2/src -j $(JOBS) BUILD_TLS=yes \
-	    redis-server redis-cli > $(DEPS)/redis-8.0.2/build.log 2>&1 \
-	    || { tail -n 30 $(DEPS)/redis-8.0.2/build.log; exit 1; }
+	    $(MAKE) -C $(DEPS)/$(1)-$(2)/src -j $(JOBS) BUILD_TLS=yes \
+	    $(1)-server $(1)-cli > $(DEPS)/$(1)-$(2)/build.log 2>&1 \
+	    || { tail -n 30 $(DEPS)/$(1)-$(2)/build.log; exit 1; }
 	mkdir -p $(@D)
-	cp $(DEPS)/redis-8.0.2/src/redis-cli $(@D)/
-	cp $(DEPS)/redis-8.0.2/src/redis-server $@
+	cp $(DEPS)/$(1)-$(2)/src/$(1)-server $(DEPS)/$(1)-$(2)/src/$(1)-cli \
+	    $(@D)/
+endef
+
+$(DEPS)/redis-8.0/bin/redis-server:
+	$(call build_server,redis,8.0.2)
 
 $(DEPS)/valkey-8.1/bin/redis-server:
-	.ci/debian-source valkey 8.1.1 $(DEPS)
-	GIT_CEILING_DIRECTORIES=$(DEPS) \
-	    $(MAKE) -C $(DEPS)/valkey-8.1.1/src -j $(JOBS) BUILD_TLS=yes \
-	    valkey-server valkey-cli > $(DEPS)/valkey-8.1.1/build.log 2>&1 \
-	    || { tail -n 30 $(DEPS)/valkey-8.1.1/build.log; exit 1; }
-	mkdir -p $(@D)
-	cp $(DEPS)/valkey-8.1.1/src/valkey-server \
-	    $(DEPS)/valkey-8.1.1/src/valkey-cli $(@D)/
+	$(call build_server,valkey,8.1.1)
 	ln -sf valkey-cli $(@D)/redis-cli
 	ln -sf valkey-server $@
 
