@@ -1,9 +1,11 @@
 # ngx_http_rl_module: the two commands of README.md, and their parts.
 #
-#   make run     build, start redis-server and nginx with the example
-#                configuration on 127.0.0.1 (make stop ends them)
-#   make test    build, run the unit tests (ctest) and the integration
-#                tests (prove -r t)
+#   make run     install what building and running need, build, start
+#                redis-server and nginx with the example configuration on
+#                127.0.0.1 (make stop ends them)
+#   make test    install the test tools, build, run the unit tests
+#                (ctest) and the integration tests (prove -r t)
+#   make SERVER=redis-8.0|valkey-8.1 test  the same against that server
 #
 #   make test-nginx  nginx's own test suite (../shared) without the module
 #                and with it, an embedded and a Redis rule on every request
