@@ -16,8 +16,8 @@
 # new keys, a hot key's request every 20th, in about 3 s.
 #   (a) hot key H0 gets a lease, then goes quiet; hot key H1 warms up
 #   (b) flood 1: every request 200; the table is full (the notice, once
-#       per worker); H1's requests during it spend its leases; no group
-#       is left without an entry
+#       per worker at most); H1's requests during it spend its leases;
+#       no group is left without an entry
 #   (c) H2, new after the flood: leased (few script calls)
 #   (d) flood 2, H2 hot during it: leased; the workers' RssAnon grew by
 #       less than 2 MB since flood 1 (not under SANITIZE=1: ASan keeps
@@ -127,7 +127,10 @@ is(log_count($FULL), 0, '(a) the table is not full');
     is_deeply($codes, { 200 => 24000 + $hot },
               sprintf('(b) flood 1: 24000 new keys and %d of H1, every one '
                       . '200 (%.1fs)', $hot, $took));
-    is(log_count($FULL), 2, '(b) the table was full: said once per worker')
+    # (a worker that took none of the flood's connections says nothing)
+    my $said = log_count($FULL);
+    ok($said >= 1 && $said <= 2,
+       "(b) the table was full: said once per worker at most ($said)")
         or diag($ng->error_log_text);
     my $leased = units('spent') - $spent;
     ok($leased >= 0.8 * $hot,
