@@ -52,6 +52,7 @@ sub new {
         password   => $opt{password},
         spassword  => $opt{sentinel_password},
         down_after => $opt{down_after} // 1000,
+        failover_timeout => $opt{failover_timeout} // 6000,
         timeout    => $opt{timeout} // 30,
         dir        => make_tempdir('sentinel'),
         servers    => [],
@@ -82,8 +83,7 @@ sub new {
             . ' ' . ($opt{quorum} // 2),
         "sentinel down-after-milliseconds $self->{name} $self->{down_after}",
         # a failover that fails is tried again after twice this
-        "sentinel failover-timeout $self->{name} " . ($opt{failover_timeout}
-                                                     // 6000),
+        "sentinel failover-timeout $self->{name} $self->{failover_timeout}",
         "sentinel parallel-syncs $self->{name} 1",
         (defined $self->{password}
             ? "sentinel auth-pass $self->{name} $self->{password}" : ());
@@ -210,7 +210,8 @@ sub wait_named {
 # SENTINEL FAILOVER on the first live sentinel (again while it answers
 # NOGOODSLAVE or INPROG). Unless wait => 0, waits until every live
 # sentinel names another master and returns it, with the time they all
-# did: ($new, $t).
+# did: ($new, $t). A failover asked that aborts is asked again by
+# wait_moved().
 sub failover {
     my ($self, %opt) = @_;
     my $old = $self->master;
@@ -221,24 +222,42 @@ sub failover {
         return $r =~ /^OK/;
     }, timeout => $opt{timeout} // $self->{timeout}, interval => 0.2)
         or die "SENTINEL FAILOVER: $r\n";
+    $self->{asked} = now();
     return $old if defined $opt{wait} && !$opt{wait};
     return $self->wait_moved($old, %opt);
 }
 
 # Until every live sentinel names another master than $old: ($new, $t).
+# A SENTINEL FAILOVER asked (failover()) that has not moved the master
+# once its failover-timeout passed is asked again: it aborted. (Within
+# seconds of an earlier failover, a sentinel that has not seen the old
+# master turn replica yet, its INFO being 10 s apart, turns the replica
+# just promoted back into one; the leader, never seeing it a master,
+# gives up: -failover-abort-slave-timeout. Seen with Redis 8.0.)
 sub wait_moved {
     my ($self, $old, %opt) = @_;
     my $timeout = $opt{timeout} // $self->{timeout};
+    my $again = $self->{failover_timeout} / 1000 + 1;
     my $new;
     my $t = wait_until(sub {
         my @p = map { $self->named($_) // 0 } $self->live_sentinels;
         my %p = map { $_ => 1 } @p;
-        return 0 unless keys %p == 1 && $p[0] && $p[0] != $old->port;
-        $new = $self->server_by_port($p[0]);
-        return now();
+        if (keys %p == 1 && $p[0] && $p[0] != $old->port) {
+            $new = $self->server_by_port($p[0]);
+            return now();
+        }
+        if ($self->{asked} && now() - $self->{asked} > $again) {
+            my ($s) = $self->live_sentinels;
+            print STDERR "# SENTINEL FAILOVER asked again: no failover "
+                         . "from " . $old->port . " in ${again}s\n";
+            $s->cli('SENTINEL', 'FAILOVER', $self->{name}) if $s;
+            $self->{asked} = now();
+        }
+        return 0;
     }, timeout => $timeout, interval => 0.02)
         or die "no failover from " . $old->port . " in ${timeout}s: "
              . $self->views . "\n";
+    delete $self->{asked};
     return wantarray ? ($new, $t) : $new;
 }
 
