@@ -1,9 +1,11 @@
 # ngx_http_rl_module: the two commands of README.md, and their parts.
 #
-#   make run     build, start redis-server and nginx with the example
-#                configuration on 127.0.0.1 (make stop ends them)
-#   make test    build, run the unit tests (ctest) and the integration
-#                tests (prove -r t)
+#   make run     install what building and running need, build, start
+#                redis-server and nginx with the example configuration on
+#                127.0.0.1 (make stop ends them)
+#   make test    install the test tools, build, run the unit tests
+#                (ctest) and the integration tests (prove -r t)
+#   make SERVER=redis-8.0|valkey-8.1 test  the same against that server
 #
 #   make test-nginx  nginx's own test suite (../shared) without the module
 #                and with it, an embedded and a Redis rule on every request
@@ -51,6 +53,24 @@ endif
 ifneq ($(HIREDIS)-$(NGINX),0.14-1.22)
 BUILD      := $(CURDIR)/build/nginx-$(NGINX)-hiredis-$(HIREDIS)
 endif
+# make SERVER=redis-8.0|valkey-8.1 test: the tests (and make run) against
+# that server, built from Debian 13's source package into build/deps
+# (redis-server and redis-cli, valkey's under those names too, first in
+# PATH; RL_SERVER tells t/000-harness.t which to expect). The module is
+# the same: SERVER changes no build directory. Default: Debian 12's
+# redis-server 7.0.
+SERVER     ?= redis-7.0
+ifeq ($(SERVER),redis-8.0)
+SERVER_BIN := $(DEPS)/redis-8.0/bin/redis-server
+else ifeq ($(SERVER),valkey-8.1)
+SERVER_BIN := $(DEPS)/valkey-8.1/bin/redis-server
+else ifneq ($(SERVER),redis-7.0)
+$(error SERVER=$(SERVER): redis-7.0 (Debian 12), redis-8.0 or valkey-8.1 (Debian 13's source))
+endif
+export RL_SERVER := $(SERVER)
+ifdef SERVER_BIN
+export PATH := $(dir $(SERVER_BIN)):$(PATH)
+endif
 # make test SANITIZE=1: the module and the unit tests built with ASan
 # and UBSan (BUILD/sanitize), every test run against them; any report
 # fails the run
@@ -97,13 +117,19 @@ SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
 PAGE    := src/dashboard/embed.sh src/dashboard/index.html
 
-.PHONY: all deps module unit unit-build integration test test-nginx \
-        fuzz run stop clean deb docs screenshot
+.PHONY: all deps test-deps module unit unit-build integration test \
+        test-nginx fuzz run stop clean deb docs screenshot server sources
 
 all: module unit-build
 
+# What building and make run need (the README's first command); the
+# first make test installs the rest, make test-nginx, fuzz and deb their
+# own (.ci/install-deps GROUP; .ci/run installs them all).
 deps:
-	@.ci/install-deps
+	@.ci/install-deps run
+
+test-deps:
+	@.ci/install-deps run test
 
 # Debian's way (libnginx-mod-*): configure the packaged nginx source
 # with the flags nginx was built with, then build only the modules.
@@ -127,7 +153,7 @@ $(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(PAGE_H) $(SOURCES)
 module: deps
 	@$(MAKE) --no-print-directory $(MODULE)
 
-unit-build: deps $(HIREDIS_LIB)
+unit-build: test-deps $(HIREDIS_LIB) $(SERVER_BIN)
 	cmake -S . -B $(CMAKE_DIR) -DRL_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
 	    $(CMAKE_OPT) $(if $(HIREDIS_DIR),-DRL_HIREDIS=$(HIREDIS_DIR)) \
 	    > /dev/null
@@ -138,7 +164,7 @@ unit: unit-build
 	cd $(CMAKE_DIR) && $(SAN_ENV) ctest --output-on-failure; \
 	    rc=$$?; $(san_check) || rc=1; exit $$rc
 
-integration: module
+integration: test-deps module $(SERVER_BIN)
 	@$(san_reset)
 	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove -r t; \
 	    rc=$$?; $(san_check) || rc=1; exit $$rc
@@ -154,17 +180,19 @@ san_reset = :
 san_check = :
 endif
 
-test-nginx: module
+test-nginx: module $(SERVER_BIN)
+	@.ci/install-deps run test test-nginx
 	RL_MODULE=$(MODULE) BUILD=$(BUILD) t/nginx-suite
 
 FUZZ_SECONDS ?= 60
 FUZZ_ROUNDS  ?= 1000
 fuzz: module
+	@.ci/install-deps run test fuzz
 	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
 	RL_MODULE=$(MODULE) RL_FUZZ_ROUNDS=$(FUZZ_ROUNDS) \
 	    prove t/048-random-replies.t
 
-run: module
+run: module $(SERVER_BIN)
 	@RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) RUN_DIR=$(RUN_DIR) \
 	    RUN_PORT=$(RUN_PORT) \
 	    REDIS_PORT=$(REDIS_PORT) docker/run-local start
@@ -185,6 +213,45 @@ $(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a:
 	cp $(DEPS)/hiredis-1.2.0/libhiredis.a $(DEPS)/hiredis-1.2/lib/
 	cp $(DEPS)/hiredis-1.2.0/libhiredis_ssl.a $@
 
+# make SERVER=... server: that server alone
+server: $(SERVER_BIN)
+
+# make sources: every build of Debian 13's sources (hiredis 1.2, nginx
+# 1.26, Redis 8.0, Valkey 8.1) into build/deps, one after the other (they
+# share the private apt configuration): then legs that use them can run
+# side by side (.ci/run)
+DEBIAN13   := $(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a \
+              $(DEPS)/nginx-1.26.3/objs/nginx \
+              $(DEPS)/redis-8.0/bin/redis-server \
+              $(DEPS)/valkey-8.1/bin/redis-server
+sources: deps
+	@$(MAKE) --no-print-directory -j1 $(DEBIAN13)
+
+# The servers of Debian 13 (Redis 8.0, Valkey 8.1), with TLS, as
+# Debian builds them (jemalloc, the Lua of their tree); only the server
+# and the cli (sentinel mode is the server's --sentinel). Valkey's are
+# valkey-*, with redis-* links beside them as its make install makes.
+# $(call build_server,PACKAGE,VERSION): its server and cli, into
+# DEPS/PACKAGE-X.Y/bin (the build's sha is none, not this repository's)
+define build_server
+	.ci/debian-source $(1) $(2) $(DEPS)
+	GIT_CEILING_DIRECTORIES=$(DEPS) \
+	    $(MAKE) -C $(DEPS)/$(1)-$(2)/src -j $(JOBS) BUILD_TLS=yes \
+	    $(1)-server $(1)-cli > $(DEPS)/$(1)-$(2)/build.log 2>&1 \
+	    || { tail -n 30 $(DEPS)/$(1)-$(2)/build.log; exit 1; }
+	mkdir -p $(@D)
+	cp $(DEPS)/$(1)-$(2)/src/$(1)-server $(DEPS)/$(1)-$(2)/src/$(1)-cli \
+	    $(@D)/
+endef
+
+$(DEPS)/redis-8.0/bin/redis-server:
+	$(call build_server,redis,8.0.2)
+
+$(DEPS)/valkey-8.1/bin/redis-server:
+	$(call build_server,valkey,8.1.1)
+	ln -sf valkey-cli $(@D)/redis-cli
+	ln -sf valkey-server $@
+
 # nginx 1.26, a plain build with the modules the tests use; conf_flags
 # as Debian's nginx-dev has it, for the module's configure
 NGX_126_FLAGS := --with-compat --with-threads --with-http_ssl_module \
@@ -201,6 +268,7 @@ $(DEPS)/nginx-1.26.3/objs/nginx:
 # nginx modules (debian/: dh_nginx), out of tree in build/deb:
 # build/libnginx-mod-http-rl_VERSION_ARCH.deb (.ci/deb-check installs it).
 deb: deps
+	@.ci/install-deps deb
 	@.ci/build-deb $(BUILD)
 
 # The design diagram (docs/design.md), rendered from its text source
@@ -216,7 +284,7 @@ docs:
 # The dashboard's picture in the docs is what the browser test draws,
 # never a drawing: its traffic, its 100 rules, a key blocked from the
 # page.
-screenshot: module
+screenshot: test-deps module
 	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) \
 	    RL_SCREENSHOT=$(CURDIR)/docs/img/dashboard.png \
 	    prove t/055-dashboard.t

@@ -113,11 +113,20 @@ void freeEntry(Worker *w, Stripe &st, Entry *e, Outbox *out) {
 }
 
 /* Frees the stripe's least recently used entry (giving back what its
- * lease holds); 0 when there is none. */
+ * lease holds); 0 when there is none. The first time in a worker, a
+ * notice says the table is full (a flood of new keys within two lease
+ * periods, or more hot groups than it holds). */
 ngx_uint_t evictOne(Worker *w, Stripe &st, Outbox *out) {
     LruNode *old = st.index.oldest();
     if (old == nullptr || out->full()) {
         return 0;
+    }
+    if (!w->evicted) {
+        w->evicted = true;
+        ngx_log_error(NGX_LOG_NOTICE, w->log, 0,
+                      "rl: the lease table is full: the least recently "
+                      "used groups make room (what their leases hold goes "
+                      "back to Redis)");
     }
     freeEntry(w, st, reinterpret_cast<Entry *>(old), out);
     return 1;

@@ -141,6 +141,7 @@ struct Worker {
     ngx_event_t              hold;
     ngx_msec_t               holdMs;
     bool                     exiting;   /* exit_process: no turn is left */
+    bool                     evicted;   /* logged: the table was full */
     uint64_t                 locks;     /* stripe locks taken */
     uint64_t                 waits;     /* of them, held by another */
     ngx_log_t               *log;

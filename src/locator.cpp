@@ -35,6 +35,21 @@ bool numericHost(ngx_str_t host) {
     return false;
 }
 
+bool hostName(ngx_str_t host) {
+    if (host.len == 0 || host.len > NGX_SOCKADDR_STRLEN) {
+        return false;
+    }
+    for (size_t i = 0; i < host.len; i++) {
+        u_char ch = host.data[i];
+        if (!(ch >= 'a' && ch <= 'z') && !(ch >= 'A' && ch <= 'Z') &&
+            !(ch >= '0' && ch <= '9') && ch != '-' && ch != '.' &&
+            ch != '_') {
+            return false;
+        }
+    }
+    return !numericHost(host);
+}
+
 AddressLocator::AddressLocator(const ngx_http_rl_server_t &server,
                                bool numericAddr, const Resolving &resolving,
                                ngx_str_t label, ngx_log_t *log)

@@ -36,6 +36,9 @@ struct ServerText {
 
 /* a host that is an address (IPv4 or IPv6), not a name */
 bool numericHost(ngx_str_t host);
+/* a host name a server may announce (letters, digits, '-', '.', '_'),
+ * short enough for a ServerText; not an address */
+bool hostName(ngx_str_t host);
 
 /* A Redis Cluster's slot map, as the links of its nodes meet it: MOVED
  * and ASK replies, CLUSTER SLOTS answers (redis_cluster.hpp). */

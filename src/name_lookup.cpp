@@ -109,9 +109,11 @@ bool NameLookup::answered(const ngx_resolver_addr_t *addrs,
                       &label_, &name_);
     }
     if (len != hostLen_ || ngx_memcmp(text, host_, len) != 0) {
-        ngx_log_error(NGX_LOG_NOTICE, log_, 0,
-                      "%V: \"%V\" resolves to %s now (was %s)",
-                      &label_, &name_, text, host_);
+        if (hostLen_ > 0) {
+            ngx_log_error(NGX_LOG_NOTICE, log_, 0,
+                          "%V: \"%V\" resolves to %s now (was %s)",
+                          &label_, &name_, text, host_);
+        }
         ngx_memcpy(host_, text, len + 1);
         hostLen_ = len;
     }
@@ -126,7 +128,13 @@ void NameLookup::finish() {
     }
 }
 
+/* (why: a string of the resolver's or a literal, kept for why()) */
 void NameLookup::failed(const char *why) {
+    why_ = why;
+    if (hostLen_ == 0) {
+        finish();   /* no address at all: the caller says why */
+        return;
+    }
     if (!failing_) {
         failing_ = true;
         ngx_log_error(NGX_LOG_WARN, log_, 0,

@@ -1,9 +1,10 @@
-/* A host name of the configuration looked up again through nginx's own
- * resolver (src/name_lookup.cpp), the `resolver` of the http block:
- * non-blocking, on the event loop, its answers cached as the resolver's
- * valid= says. The address it had when the configuration was loaded is
- * the first; a lookup that fails leaves the last one in use, and says
- * so once (a warning), until one succeeds again. */
+/* A host name looked up again through nginx's own resolver
+ * (src/name_lookup.cpp), the `resolver` of the http block: non-blocking,
+ * on the event loop, its answers cached as the resolver's valid= says.
+ * A name of the configuration starts with the address it had when the
+ * configuration was loaded; a name a server announced (a sentinel's
+ * master) with none. A lookup that fails leaves the last address in
+ * use, and says so once (a warning), until one succeeds again. */
 #pragma once
 
 #include "ngx.hpp"
@@ -22,7 +23,8 @@ public:
     using Done = void (*)(void *data);
 
     /* name: the host as written (empty: an address, nothing to look up);
-     * host: its address when the configuration was loaded (numeric) */
+     * host: its address when the configuration was loaded (numeric), or
+     * empty: none known yet */
     NameLookup(ngx_str_t name, ngx_str_t host, const Resolving &resolving,
                ngx_str_t label, ngx_log_t *log);
     ~NameLookup() { cancel(); }
@@ -36,9 +38,12 @@ public:
     void start(Done done, void *data);
     /* no done() for a lookup under way */
     void cancel();
-    /* numeric, NUL-terminated */
+    /* numeric, NUL-terminated; empty while no lookup succeeded (and
+     * none was known) */
     ngx_str_t host() const { return {hostLen_, const_cast<u_char *>(host_)}; }
     ngx_str_t name() const { return name_; }
+    /* why the last lookup failed */
+    const char *why() const { return why_; }
 
 private:
     static void handler(ngx_resolver_ctx_t *ctx) noexcept;
@@ -54,6 +59,7 @@ private:
     Done done_ = nullptr;
     void *data_ = nullptr;
     bool failing_ = false;      /* warned: the last address in use */
+    const char *why_ = "";
     size_t hostLen_ = 0;
     u_char host_[NGX_SOCKADDR_STRLEN + 1];
 };

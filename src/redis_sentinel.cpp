@@ -3,7 +3,8 @@
  * redis_sentinel.hpp), on hiredis async connections on nginx's event
  * loop, as the links' own: an address, never a name (a sentinel written
  * as a name is looked up again through the http block's resolver, if
- * it has one, before it is asked).
+ * it has one, before it is asked; so is a master the sentinels name by
+ * host name, before the link is given it).
  *
  * Two connections at most: the question's (made for one question,
  * closed with its answer) and the watch's (SUBSCRIBE +switch-master on
@@ -72,6 +73,10 @@ void onLooked(void *data) noexcept {
     c->owner->looked(c);
 }
 
+void onMasterLooked(void *data) noexcept {
+    static_cast<Sentinels *>(data)->masterLooked();
+}
+
 bool isString(const redisReply *r) {
     return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
 }
@@ -93,7 +98,7 @@ bool stopping() { return ngx_exiting || ngx_terminate || ngx_quit; }
 
 Sentinels::Sentinels(ngx_http_rl_zone_t *zone, ngx_str_t label,
                      const Resolving &resolving, ngx_log_t *log)
-    : zone_(zone), label_(label), log_(log) {
+    : zone_(zone), resolving_(resolving), label_(label), log_(log) {
     for (Conn *c : {&ask_, &watch_}) {
         c->owner = this;
         c->ac = nullptr;
@@ -133,6 +138,10 @@ Sentinels::~Sentinels() {
         nodes_[i].lookup->~NameLookup();
         ngx_free(nodes_[i].lookup);
     }
+    if (masterLookup_ != nullptr) {
+        masterLookup_->~NameLookup();
+        ngx_free(masterLookup_);
+    }
     ngx_free(nodes_);
     ngx_free(what_.data);
 }
@@ -160,6 +169,10 @@ void Sentinels::locate(Link *link) {
 void Sentinels::cancel() {
     waiting_ = false;
     link_ = nullptr;
+    if (resolvingMaster_) {
+        resolvingMaster_ = false;
+        masterLookup_->cancel();
+    }
     if (asking_) {
         asking_ = false;
         nodes_[ask_.node].lookup->cancel();
@@ -285,9 +298,8 @@ void Sentinels::answer(const ServerText &master, ngx_uint_t node) {
     }
     if (waiting_ && link_ != nullptr) {
         give();
-    } else if (link_ != nullptr && !given_.same(master_)) {
-        switched_ = true;   /* the watch's question found a move */
-        link_->moved();
+    } else {
+        follow();   /* the watch's question found a move */
     }
     if (!watching_ && watch_.ac == nullptr && !watch_.timer.timer_set) {
         watch(node);
@@ -298,8 +310,89 @@ void Sentinels::give() {
     waiting_ = false;
     switched_ = false;
     given_ = master_;
-    ngx_http_rl_server_t at = given_.server();
+    if (numericHost({given_.hostLen, given_.host})) {
+        ngx_http_rl_server_t at = given_.server();
+        link_->located(&at, nullptr);
+        return;
+    }
+    lookUpMaster();
+}
+
+/* The master is named by host name (announce-hostnames yes): its
+ * address is asked of the resolver (the name's last address when it
+ * does not answer), never of a blocking lookup. */
+void Sentinels::lookUpMaster() {
+    if (resolving_.resolver == nullptr) {
+        std::snprintf(linkWhy_, sizeof(linkWhy_),
+                      "the sentinels name the master of \"%.*s\" by host "
+                      "name, %.*s (announce-hostnames): following it needs "
+                      "a resolver in the http block",
+                      static_cast<int>(zone_->master.len),
+                      reinterpret_cast<char *>(zone_->master.data),
+                      static_cast<int>(given_.addrLen),
+                      reinterpret_cast<char *>(given_.addr));
+        link_->located(nullptr, linkWhy_);
+        return;
+    }
+    if (masterLookup_ == nullptr ||
+        masterLookup_->name().len != given_.hostLen ||
+        ngx_memcmp(masterName_, given_.host, given_.hostLen) != 0)
+    {
+        void *mem = masterLookup_;
+        if (mem != nullptr) {
+            masterLookup_->~NameLookup();
+        } else {
+            mem = ngx_alloc(sizeof(NameLookup), log_);
+        }
+        masterLookup_ = nullptr;
+        if (mem == nullptr) {
+            link_->located(nullptr, "out of memory");
+            return;
+        }
+        ngx_memcpy(masterName_, given_.host, given_.hostLen + 1);
+        masterLookup_ = new (mem) NameLookup(
+            {given_.hostLen, masterName_}, {0, masterName_}, resolving_,
+            label_, log_);
+    }
+    resolvingMaster_ = true;
+    masterLookup_->start(onMasterLooked, this);     /* maybe at once */
+}
+
+void Sentinels::masterLooked() {
+    resolvingMaster_ = false;
+    if (link_ == nullptr) {
+        return;
+    }
+    ngx_str_t host = masterLookup_->host();
+    if (host.len == 0) {
+        std::snprintf(linkWhy_, sizeof(linkWhy_),
+                      "the resolver did not resolve %s, the master the "
+                      "sentinels name (%s)",
+                      reinterpret_cast<char *>(given_.host),
+                      masterLookup_->why());
+        link_->located(nullptr, linkWhy_);
+        return;
+    }
+    resolved_.set(host, given_.port);
+    /* logs name the master as the sentinels do */
+    ngx_http_rl_server_t at = resolved_.server({given_.hostLen, masterName_});
+    at.addr = {given_.addrLen, given_.addr};
     link_->located(&at, nullptr);
+}
+
+void Sentinels::follow() {
+    if (link_ == nullptr || given_.same(master_)) {
+        return;
+    }
+    switched_ = true;
+    if (resolvingMaster_) {
+        /* on its way to the old master's name: to the new one */
+        resolvingMaster_ = false;
+        masterLookup_->cancel();
+        give();
+        return;
+    }
+    link_->moved();     /* located again: given master_ */
 }
 
 /* SUBSCRIBE +switch-master +promoted-slave on the node, at the address
@@ -504,8 +597,8 @@ void Sentinels::masterReplied(Conn *c, redisAsyncContext *ac,
                       static_cast<int>(zone_->master.len),
                       reinterpret_cast<char *>(zone_->master.data));
     } else {
-        std::snprintf(text, sizeof(text), "named no IP address and port "
-                      "(sentinels must announce addresses)");
+        std::snprintf(text, sizeof(text), "named no address or host name "
+                      "and port");
     }
     close(c);
     nodeUp(c->node);
@@ -515,7 +608,8 @@ void Sentinels::masterReplied(Conn *c, redisAsyncContext *ac,
     next(text, false);
 }
 
-/* [ip, port] */
+/* [ip, port], or [host name, port] from sentinels that announce host
+ * names */
 bool Sentinels::masterOf(const redisReply *reply, ServerText *to) {
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
         !isString(reply->element[0]) || !isString(reply->element[1]))
@@ -526,7 +620,7 @@ bool Sentinels::masterOf(const redisReply *reply, ServerText *to) {
                       reinterpret_cast<u_char *>(reply->element[0]->str)};
     ngx_int_t port = portOf(reply->element[1]->str, reply->element[1]->len);
     if (port < 0 || host.len == 0 || host.len > NGX_SOCKADDR_STRLEN ||
-        !numericHost(host))
+        (!numericHost(host) && !hostName(host)))
     {
         return false;
     }
@@ -596,7 +690,7 @@ void Sentinels::message(Conn *c, redisAsyncContext *ac, redisReply *reply) {
     if (w[name].len != zone_->master.len ||
         ngx_memcmp(w[name].data, zone_->master.data, w[name].len) != 0 ||
         port < 0 || w[host].len > NGX_SOCKADDR_STRLEN ||
-        !numericHost(w[host]))
+        (!numericHost(w[host]) && !hostName(w[host])))
     {
         return;     /* another master's */
     }
@@ -616,9 +710,8 @@ void Sentinels::message(Conn *c, redisAsyncContext *ac, redisReply *reply) {
     known_ = true;
     if (waiting_) {
         switched_ = true;   /* the question under way gives it */
-    } else if (link_ != nullptr && !given_.same(master_)) {
-        switched_ = true;
-        link_->moved();     /* located again: given master_ */
+    } else {
+        follow();
     }
 }
 

@@ -11,7 +11,10 @@
  * answered, is watched: subscribed to +switch-master (and to
  * +promoted-slave, which the sentinel leading a failover sends first),
  * so a failover moves the link to the new master at once. When no
- * sentinel answers, the last master named is used (a warning, once). */
+ * sentinel answers, the last master named is used (a warning, once).
+ * Sentinels with announce-hostnames name the master by host name: it is
+ * looked up through the http block's resolver before each connect (and
+ * without one, the link is told so: there is no blocking lookup). */
 #pragma once
 
 #include "locator.hpp"
@@ -51,6 +54,7 @@ public:
     void message(Conn *c, redisAsyncContext *ac, redisReply *reply);
     void timerDue(Conn *c);
     void looked(Conn *c);
+    void masterLooked();
 
 private:
     struct Node {
@@ -67,6 +71,9 @@ private:
     void allFailed();
     void answer(const ServerText &master, ngx_uint_t node);
     void give();
+    void lookUpMaster();
+    /* master_ moved while the link is at (or on its way to) given_ */
+    void follow();
     void watch(ngx_uint_t node);
     void watchLater();
     /* connects c to its node's address: false (c closed) when it
@@ -81,6 +88,7 @@ private:
     bool masterOf(const redisReply *reply, ServerText *to);
 
     ngx_http_rl_zone_t *zone_;
+    Resolving resolving_;
     ngx_str_t label_;
     ngx_str_t what_ = {0, nullptr};  /* master "NAME" */
     ngx_log_t *log_;
@@ -93,7 +101,14 @@ private:
     ngx_uint_t preferred_ = 0;  /* asked first: answered last */
     ngx_uint_t tried_ = 0;      /* of this question's sentinels */
     ServerText master_;         /* the last master named */
-    ServerText given_;          /* the server the link was given */
+    ServerText given_;          /* the server the link was given (an
+                                   address, or a name and port) */
+    /* a master named by host name: its lookup (made again for another
+       name), the name it looks up, the address given_ resolved to */
+    NameLookup *masterLookup_ = nullptr;
+    u_char masterName_[NGX_SOCKADDR_STRLEN + 1];
+    ServerText resolved_;
+    bool resolvingMaster_ = false;
     bool known_ = false;        /* master_ holds one */
     bool switched_ = false;     /* master_ from a +switch-master: the
                                    next locate takes it */

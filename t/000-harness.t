@@ -73,6 +73,17 @@ run_tests();
 
     my $rp = start_redis(password => 's3cret');
     is($rp->cli('PING'), 'PONG', 'redis: password, cli authenticates');
+
+    # the server make test SERVER=... chose (RL_SERVER), first in PATH
+    my $info = $rp->cli('INFO', 'server');
+    my ($name) = $info =~ /^server_name:(\S+)/m;
+    my ($version) = $name && $name eq 'valkey'
+        ? $info =~ /^valkey_version:(\d+\.\d+)/m
+        : $info =~ /^redis_version:(\d+\.\d+)/m;
+    my $server = ($name // 'redis') . '-' . ($version // '?');
+    diag("the tests run against $server");
+    is($server, $ENV{RL_SERVER}, "redis: the server is RL_SERVER's")
+        if $ENV{RL_SERVER};
     $rp->stop;
 }
 

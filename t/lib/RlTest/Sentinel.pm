@@ -11,6 +11,12 @@ package RlTest::Sentinel;
 #                                 password => 'pw',
 #                                 sentinel_password => 'spw',
 #                                 down_after => 1000);
+#   RlTest::Sentinel->new(hostnames => 1);  # every server announced as
+#                          # "localhost" (replica-announce-ip), the
+#                          # sentinels with resolve-hostnames and
+#                          # announce-hostnames: they name the master
+#                          # "localhost" (get-master-addr-by-name,
+#                          # +switch-master)
 #   $s->name;              # the master's name ("mymaster")
 #   $s->addrs;             # "127.0.0.1:S1,127.0.0.1:S2,..." (sentinels)
 #   $s->sentinels;         # RlTest::Redis of each sentinel
@@ -46,6 +52,7 @@ sub new {
         password   => $opt{password},
         spassword  => $opt{sentinel_password},
         down_after => $opt{down_after} // 1000,
+        failover_timeout => $opt{failover_timeout} // 6000,
         timeout    => $opt{timeout} // 30,
         dir        => make_tempdir('sentinel'),
         servers    => [],
@@ -58,22 +65,25 @@ sub new {
              ? ('--masterauth', $self->{password}) : ();
     # a replica's first sync starts at once, not after 5 s
     my @sync = ('--repl-diskless-sync-delay', 0);
+    # the name every server is known by
+    my $host = $opt{hostnames} ? 'localhost' : '127.0.0.1';
+    push @sync, '--replica-announce-ip', $host if $opt{hostnames};
     my $master = RlTest::Redis->new(password => $self->{password},
                                     args => [ @auth, @sync ]);
     push @{ $self->{servers} }, $master;
     for (1 .. $opt{replicas} // 1) {
         push @{ $self->{servers} }, RlTest::Redis->new(
             password => $self->{password},
-            args => [ @auth, @sync, '--replicaof', '127.0.0.1',
-                      $master->port ]);
+            args => [ @auth, @sync, '--replicaof', $host, $master->port ]);
     }
     my $conf = join '', map { "$_\n" }
-        "sentinel monitor $self->{name} 127.0.0.1 " . $master->port
+        ($opt{hostnames} ? ('sentinel resolve-hostnames yes',
+                            'sentinel announce-hostnames yes') : ()),
+        "sentinel monitor $self->{name} $host " . $master->port
             . ' ' . ($opt{quorum} // 2),
         "sentinel down-after-milliseconds $self->{name} $self->{down_after}",
         # a failover that fails is tried again after twice this
-        "sentinel failover-timeout $self->{name} " . ($opt{failover_timeout}
-                                                     // 6000),
+        "sentinel failover-timeout $self->{name} $self->{failover_timeout}",
         "sentinel parallel-syncs $self->{name} 1",
         (defined $self->{password}
             ? "sentinel auth-pass $self->{name} $self->{password}" : ());
@@ -200,7 +210,8 @@ sub wait_named {
 # SENTINEL FAILOVER on the first live sentinel (again while it answers
 # NOGOODSLAVE or INPROG). Unless wait => 0, waits until every live
 # sentinel names another master and returns it, with the time they all
-# did: ($new, $t).
+# did: ($new, $t). A failover asked that aborts is asked again by
+# wait_moved().
 sub failover {
     my ($self, %opt) = @_;
     my $old = $self->master;
@@ -211,24 +222,42 @@ sub failover {
         return $r =~ /^OK/;
     }, timeout => $opt{timeout} // $self->{timeout}, interval => 0.2)
         or die "SENTINEL FAILOVER: $r\n";
+    $self->{asked} = now();
     return $old if defined $opt{wait} && !$opt{wait};
     return $self->wait_moved($old, %opt);
 }
 
 # Until every live sentinel names another master than $old: ($new, $t).
+# A SENTINEL FAILOVER asked (failover()) that has not moved the master
+# once its failover-timeout passed is asked again: it aborted. (Within
+# seconds of an earlier failover, a sentinel that has not seen the old
+# master turn replica yet, its INFO being 10 s apart, turns the replica
+# just promoted back into one; the leader, never seeing it a master,
+# gives up: -failover-abort-slave-timeout. Seen with Redis 8.0.)
 sub wait_moved {
     my ($self, $old, %opt) = @_;
     my $timeout = $opt{timeout} // $self->{timeout};
+    my $again = $self->{failover_timeout} / 1000 + 1;
     my $new;
     my $t = wait_until(sub {
         my @p = map { $self->named($_) // 0 } $self->live_sentinels;
         my %p = map { $_ => 1 } @p;
-        return 0 unless keys %p == 1 && $p[0] && $p[0] != $old->port;
-        $new = $self->server_by_port($p[0]);
-        return now();
+        if (keys %p == 1 && $p[0] && $p[0] != $old->port) {
+            $new = $self->server_by_port($p[0]);
+            return now();
+        }
+        if ($self->{asked} && now() - $self->{asked} > $again) {
+            my ($s) = $self->live_sentinels;
+            print STDERR "# SENTINEL FAILOVER asked again: no failover "
+                         . "from " . $old->port . " in ${again}s\n";
+            $s->cli('SENTINEL', 'FAILOVER', $self->{name}) if $s;
+            $self->{asked} = now();
+        }
+        return 0;
     }, timeout => $timeout, interval => 0.02)
         or die "no failover from " . $old->port . " in ${timeout}s: "
              . $self->views . "\n";
+    delete $self->{asked};
     return wantarray ? ($new, $t) : $new;
 }
 
