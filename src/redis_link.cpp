@@ -758,8 +758,14 @@ Call *Link::queue(ngx_http_rl_group_t *group, CallKind kind) {
 }
 
 /* The queued calls leave, as few script calls as the limits allow (in
- * a cluster, a call per slot): decisions, then refunds (a release
- * after the decision that took its slot), renewals, charges. */
+ * a cluster, a call per slot): the worker's own first, refunds (a
+ * lease's return, a release), renewals and charges, then the requests'
+ * decisions, so that a decision counts what this turn gave back (a
+ * request that finds its group's lease ended gives it back and goes to
+ * Redis in the same turn: its figures then read as in exact mode). A
+ * release never overtakes the decision that took its slot: that one
+ * left in an earlier turn, or, still queued when its request went, it
+ * does not leave at all. */
 void Link::flush() {
     if (flush_.posted) {
         ngx_delete_posted_event(&flush_);   /* (worker exit: writeNow) */
@@ -768,20 +774,20 @@ void Link::flush() {
         return;     /* they leave once the server is located */
     }
     if (cluster_ == nullptr) {
-        while (!queue_.empty()) {
-            sendBatch(queue_.take(), false);
-        }
         for (int k = 0; k < 3; k++) {
             while (!ownCalls_[k].empty()) {
                 sendBatch(ownCalls_[k].take(), false,
                           static_cast<CallKind>(k + 1));
             }
         }
+        while (!queue_.empty()) {
+            sendBatch(queue_.take(), false);
+        }
     } else {
-        sendBySlot(&queue_, CallKind::Decide);
         for (int k = 0; k < 3; k++) {
             sendBySlot(&ownCalls_[k], static_cast<CallKind>(k + 1));
         }
+        sendBySlot(&queue_, CallKind::Decide);
     }
     evalNext_ = false;
 }
