@@ -263,18 +263,15 @@ ngx_int_t top(ngx_http_request_t *r, const RuleSet &set, size_t k) {
 ngx_int_t page(ngx_http_request_t *r) {
     static const char kPage[] = NGX_HTTP_RL_PAGE;
     auto *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
-    auto *h = static_cast<ngx_table_elt_t *>(
-        ngx_list_push(&r->headers_out.headers));
-    if (b == nullptr || h == nullptr) {
+    /* the page loads nothing from elsewhere, and says so */
+    if (b == nullptr ||
+        !header(r, "Content-Security-Policy",
+                "default-src 'none'; script-src 'unsafe-inline'; "
+                "style-src 'unsafe-inline'; connect-src 'self'; "
+                "img-src data:; base-uri 'none'; form-action 'none'; "
+                "frame-ancestors 'none'")) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    /* the page loads nothing from elsewhere, and says so */
-    h->hash = 1;
-    ngx_str_set(&h->key, "Content-Security-Policy");
-    ngx_str_set(&h->value, "default-src 'none'; script-src 'unsafe-inline'; "
-                           "style-src 'unsafe-inline'; connect-src 'self'; "
-                           "img-src data:; base-uri 'none'; "
-                           "form-action 'none'; frame-ancestors 'none'");
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = sizeof(kPage) - 1;
     ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
@@ -515,16 +512,9 @@ ngx_int_t handle(ngx_http_request_t *r) {
         return refuse(r, err);
     }
     if (!allows(req.route, method)) {
-        auto *h = static_cast<ngx_table_elt_t *>(
-            ngx_list_push(&r->headers_out.headers));
-        if (h == nullptr) {
+        if (!header(r, "Allow", allowHeader(req.route))) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-        h->hash = 1;
-        ngx_str_set(&h->key, "Allow");
-        h->value.data = reinterpret_cast<u_char *>(
-            const_cast<char *>(allowHeader(req.route)));
-        h->value.len = ngx_strlen(h->value.data);
         return refuse(r, {405, "MethodNotAllowed",
                           "that method is not allowed here"});
     }
