@@ -132,11 +132,6 @@ Json &seconds(Json &out, uint64_t us) {
     return out;
 }
 
-bool sameName(const ngx_http_rl_rule_t *a, const ngx_http_rl_rule_t *b) {
-    return a->zone == b->zone && a->name.len == b->name.len &&
-           ngx_memcmp(a->name.data, b->name.data, a->name.len) == 0;
-}
-
 /* One entry of /1/rules: the first rule of its zone and name. */
 Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
     size_t len;
@@ -178,7 +173,7 @@ Json &rules(Json &out, ngx_http_rl_main_conf_t *rmcf) {
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         bool seen = false;
         for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = sameName(all[j], all[i]);
+            seen = ngx_http_rl_same_name(all[j], all[i]);
         }
         if (!seen) {
             rule(out.raw(first ? "\n" : ",\n"), all[i]);
