@@ -132,11 +132,6 @@ Json &seconds(Json &out, uint64_t us) {
     return out;
 }
 
-bool sameName(const ngx_http_rl_rule_t *a, const ngx_http_rl_rule_t *b) {
-    return a->zone == b->zone && a->name.len == b->name.len &&
-           ngx_memcmp(a->name.data, b->name.data, a->name.len) == 0;
-}
-
 /* One entry of /1/rules: the first rule of its zone and name. */
 Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
     size_t len;
@@ -178,7 +173,7 @@ Json &rules(Json &out, ngx_http_rl_main_conf_t *rmcf) {
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         bool seen = false;
         for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = sameName(all[j], all[i]);
+            seen = ngx_http_rl_same_name(all[j], all[i]);
         }
         if (!seen) {
             rule(out.raw(first ? "\n" : ",\n"), all[i]);
@@ -263,18 +258,15 @@ ngx_int_t top(ngx_http_request_t *r, const RuleSet &set, size_t k) {
 ngx_int_t page(ngx_http_request_t *r) {
     static const char kPage[] = NGX_HTTP_RL_PAGE;
     auto *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
-    auto *h = static_cast<ngx_table_elt_t *>(
-        ngx_list_push(&r->headers_out.headers));
-    if (b == nullptr || h == nullptr) {
+    /* the page loads nothing from elsewhere, and says so */
+    if (b == nullptr ||
+        !header(r, "Content-Security-Policy",
+                "default-src 'none'; script-src 'unsafe-inline'; "
+                "style-src 'unsafe-inline'; connect-src 'self'; "
+                "img-src data:; base-uri 'none'; form-action 'none'; "
+                "frame-ancestors 'none'")) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    /* the page loads nothing from elsewhere, and says so */
-    h->hash = 1;
-    ngx_str_set(&h->key, "Content-Security-Policy");
-    ngx_str_set(&h->value, "default-src 'none'; script-src 'unsafe-inline'; "
-                           "style-src 'unsafe-inline'; connect-src 'self'; "
-                           "img-src data:; base-uri 'none'; "
-                           "form-action 'none'; frame-ancestors 'none'");
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = sizeof(kPage) - 1;
     ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
@@ -515,16 +507,9 @@ ngx_int_t handle(ngx_http_request_t *r) {
         return refuse(r, err);
     }
     if (!allows(req.route, method)) {
-        auto *h = static_cast<ngx_table_elt_t *>(
-            ngx_list_push(&r->headers_out.headers));
-        if (h == nullptr) {
+        if (!header(r, "Allow", allowHeader(req.route))) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-        h->hash = 1;
-        ngx_str_set(&h->key, "Allow");
-        h->value.data = reinterpret_cast<u_char *>(
-            const_cast<char *>(allowHeader(req.route)));
-        h->value.len = ngx_strlen(h->value.data);
         return refuse(r, {405, "MethodNotAllowed",
                           "that method is not allowed here"});
     }

@@ -43,6 +43,10 @@ private:
     bool failed_ = false;
 };
 
+/* A response header (its name and value live as long as the request):
+ * false when out of memory. */
+bool header(ngx_http_request_t *r, const char *name, const char *value);
+
 /* Sends the answer, returns what a content handler returns. */
 ngx_int_t send(ngx_http_request_t *r, ngx_uint_t status, const Json &body);
 ngx_int_t sendEmpty(ngx_http_request_t *r, ngx_uint_t status);

@@ -24,18 +24,30 @@ ngx_int_t sendHeader(ngx_http_request_t *r, ngx_uint_t status, off_t len) {
         r->headers_out.content_type_len = r->headers_out.content_type.len;
     }
     /* what the API says now, not what a cache kept */
-    ngx_table_elt_t *h = static_cast<ngx_table_elt_t *>(
-        ngx_list_push(&r->headers_out.headers));
-    if (h == nullptr) {
+    if (!header(r, "Cache-Control", "no-store")) {
         return NGX_ERROR;
     }
-    h->hash = 1;
-    ngx_str_set(&h->key, "Cache-Control");
-    ngx_str_set(&h->value, "no-store");
     return ngx_http_send_header(r);
 }
 
 }  // namespace
+
+bool header(ngx_http_request_t *r, const char *name, const char *value) {
+    auto *h = static_cast<ngx_table_elt_t *>(
+        ngx_list_push(&r->headers_out.headers));
+    if (h == nullptr) {
+        return false;
+    }
+    h->hash = 1;
+    h->key = {ngx_strlen(name), reinterpret_cast<u_char *>(
+                                    const_cast<char *>(name))};
+    h->value = {ngx_strlen(value), reinterpret_cast<u_char *>(
+                                       const_cast<char *>(value))};
+#if (nginx_version >= 1023000)
+    h->next = nullptr;      /* (a header's list of its kind, since 1.23) */
+#endif
+    return true;
+}
 
 u_char *Json::room(size_t n) {
     if (failed_) {

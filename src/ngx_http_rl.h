@@ -307,6 +307,17 @@ ngx_http_rl_embedded(const ngx_http_rl_zone_t *zone)
 }
 
 
+/* Two rules of one zone and name: one entry of the metrics and of the
+ * operator API (rl_requests_total's labels, /1/rules). */
+static ngx_inline ngx_uint_t
+ngx_http_rl_same_name(const ngx_http_rl_rule_t *a,
+    const ngx_http_rl_rule_t *b)
+{
+    return a->zone == b->zone && a->name.len == b->name.len
+           && ngx_memcmp(a->name.data, b->name.data, a->name.len) == 0;
+}
+
+
 /* A rule is a dry run by its own flag or by rl_dry_run where it decides. */
 static ngx_inline ngx_uint_t
 ngx_http_rl_dry_run(const ngx_http_rl_ctx_t *ctx,

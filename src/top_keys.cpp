@@ -51,10 +51,7 @@ ngx_uint_t names(ngx_http_rl_main_conf_t *rmcf) {
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         bool seen = false;
         for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = rules[j]->zone == rules[i]->zone &&
-                   rules[j]->name.len == rules[i]->name.len &&
-                   ngx_memcmp(rules[j]->name.data, rules[i]->name.data,
-                              rules[i]->name.len) == 0;
+            seen = ngx_http_rl_same_name(rules[j], rules[i]);
         }
         n += seen ? 0 : 1;
     }

@@ -31,6 +31,7 @@ sub pids {
 my $out = `$root/docker/run-local start 2>&1`;
 is($?, 0, 'run-local start succeeds') or diag($out);
 like($out, qr/curl/, 'it prints how to see the limit at work');
+like($out, qr{dashboard: http://127\.0\.0\.1:\d+/rl/}, 'and where the dashboard is');
 my @pids = pids();
 is(scalar @pids, 2, 'nginx and redis-server wrote their pid files');
 
@@ -53,6 +54,9 @@ $r = http_get($port, '/api/x', 'X-Api-Key' => 'k1');
 is($r->{code}, 200, 'with an API key: limited');
 is($r->{headers}{'x-ratelimit-limit'}, 10,
    'the binding rule is the one with least remaining');
+$r = http_get($port, '/rl/1/rules');
+is($r->{code}, 200, 'the operator API answers');
+like($r->{body}, qr/"name":"daily"/, 'with the rules');
 
 # the workers name their connections in the handshake: poll for it
 my $n = 0;

@@ -53,7 +53,7 @@ sub metric {
 CONF
     my ($ok, $text) = $ng->config_test;
     ok($ok, 'nginx -t passes');
-    like($text, qr/\[warn\]\ \d+\#\d+:\ rl_zone\ "e"\ size=1048576\ holds\ about
+    like($text, qr/\[warn\]\ (?:\d+\#\d+:\ )?rl_zone\ "e"\ size=1048576\ holds\ about
                    \ 31\ states\ of\ rule\ "log"\ \(\d+\ bytes\ each\):
                    \ fewer\ than\ 1000\ keys/x,
          'nginx -t warns that 1m holds about 31 states of the sliding_log');
