@@ -14,8 +14,8 @@
 --   live   slots not expired at now (score > now)
 --   ok     live + C <= N
 --   left   N - live
---   reset  0 (the driver's frees() gives RETRY when nothing is left
---          after the request)
+--   reset  0 (the driver's check of one more gives RETRY when nothing
+--          is left after the request)
 --   retry  RETRY, 100 ms (src/core/algorithm.hpp kInflightRetryUs): a
 --          slot frees as soon as any request of the key ends; the
 --          module's deny cache keeps a rejection that long

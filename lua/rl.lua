@@ -10,7 +10,9 @@
 -- then this driver.
 --
 -- KEYS      the state keys of the call, each once (keys of one key
---           value share a hash tag)
+--           value share a hash tag), then for each its block key (the
+--           state key less its ':' and rule id, see blocked()): key k's
+--           is KEYS[k + #KEYS / 2]
 -- ARGV[1]   the requests, packed as little-endian doubles (struct.pack
 --           '<d'; each an integer): for each request in order
 --             n t k s c     its rule count n, its time t, and its first
@@ -21,8 +23,8 @@
 --   t       t <= 0: Redis' TIME plus t (the request arrived -t us before
 --           its batch left nginx; 0: TIME itself); t > 0: that time in
 --           us (tests; a refund sends its decision's)
---   k s c   the rule's key KEYS[k], its spec ARGV[s + 1], its cost c;
---           a concurrency rule's cost is 1, and its c is 8 bytes naming
+--   k s c   the rule's key KEYS[k] (k <= #KEYS / 2), its spec
+--           ARGV[s + 1], its cost c; a concurrency rule's cost is 1, and its c is 8 bytes naming
 --           the request's slot (not a number: the member its key holds);
 --           8 zero bytes name none: a cost of 0 (a read, as the
 --           operator API's)
@@ -50,7 +52,7 @@
 --   reset_us   until the rule is whole again; when nothing is left
 --              (rejected, or admitted with nothing left after it: left
 --              <= cost), until it frees capacity: until this request,
---              or one more of cost 1, fits (frees())
+--              or one more of cost 1, fits
 --   verdict    > 0: the rule would reject the request, retry in as many
 --              us; else minus the delay before serving it (delay=), 0
 --              for none
@@ -145,17 +147,6 @@ end
 local OVR, ovr
 local LIMIT = '^[Ll][Ii][Mm][Ii][Tt]%s'
 
--- an admitted request left the rule nothing (left <= cost): the reset
--- is until one more request fits, checked on the state it wrote, not
--- until the rule is whole (reset, kept if one more fits already)
-local function frees(alg, key, now, v, reset)
-    local ok, _, _, retry = alg.check(key, now, v[2], v[3], v[4], 1, v[5])
-    if ok then
-        return reset
-    end
-    return retry
-end
-
 -- Manual blocks (ops tooling): a key value is blocked in every rule of
 -- the zones of one prefix while the string PREFIX{VALUE} exists (any
 -- value; its TTL, if any, ends the block): each of its rules rejects the
@@ -163,28 +154,40 @@ end
 -- (no TTL: 60 s), so a lifted block is read as lifted within a minute
 -- (the module's deny cache keeps a rejection until its retry). It is a
 -- state key less its ':' and 16 hex digits (src/core/state_key.hpp):
--- the same hash tag, one Cluster slot, and one string to make. A
--- decision reads it once per state key per call, with the state's GET
--- (one MGET; meter.lua get() then finds the state in STATE): a call of
--- 8 requests on 8 keys costs Redis 14% more instructions, of 8 on one
--- key 6% (bench/script-cost). A blocked state key's STATE is { retry
--- in us }, a table of length 1 (a state's table has 2 or 3 numbers, its
--- string 16 or 24 bytes), which get() never reads: the key's rules
--- reject at once. A refund reads no block: it gives back what was
--- counted. A value whose first word is "limit" is no block but an
--- override (see lua/override.lua), read here too, with the same MGET.
-local function blocked(key, spec)
-    local bk = string.sub(key, 1, -18)
+-- the same hash tag, one Cluster slot, and one string to make; the
+-- module sends it after the call's state keys (NK below). A decision
+-- call reads every state key and block key with one MGET at its start
+-- (READ: key k's state READ[k], its block READ[k + NK]; one command for
+-- the call's keys costs a call of 8 requests on 8 keys 6% fewer
+-- instructions than a command per key, a call of one request 4% more,
+-- bench/script-cost), and blocked() takes
+-- a key's from there when a request first meets it (meter.lua get()
+-- then finds the state in STATE). A blocked state key's STATE is {
+-- retry in us }, a table of length 1 (a state's table has 2 or 3
+-- numbers, its string 16 or 24 bytes), which get() never reads: the
+-- key's rules reject at once. A refund reads no block: it gives back
+-- what was counted. A value whose first word is "limit" is no block but
+-- an override (see lua/override.lua), read here too.
+local NK = #KEYS / 2
+local READ
+local function blocked(key, alg, k)
+    local bk = KEYS[k + NK]
     local on, v
-    if spec[1].commit then
-        -- sliding_log keeps no STATE (MGET: a key of another type is
-        -- no block, as below)
+    if READ then
+        v, on = READ[k], READ[k + NK]
+        -- (sliding_log keeps no STATE: a key of another type is no
+        -- block, nor a state: MGET says nil)
+        if alg.commit or (v and #v < 4) then
+            v = false   -- a foreign value: no state
+        end
+    elseif alg.commit then
         on, v = redis.call('MGET', bk)[1], false
     else
+        -- a charge call's (it reads no key it does not meet)
         local r = redis.call('MGET', key, bk)
         v, on = r[1], r[2]
         if v and #v < 4 then
-            v = false   -- a foreign value: no state
+            v = false
         end
     end
     if on and string.find(on, LIMIT) then
@@ -210,15 +213,15 @@ local size = #H
 -- a concurrency rule's record naming no slot (cost 0: a read)
 local NOSLOT = '\0\0\0\0\0\0\0\0'
 
-local function bad(what, at)
-    return redis.error_reply('ERR rl: bad arguments: ' .. what ..
-                             ' at byte ' .. at)
-end
+-- a bad record: an error reply for the whole call (each a constant and
+-- a return where met: a function made on every call costs as much as a
+-- command, see "Cost" above)
+local BAD = 'ERR rl: bad arguments: '
 
--- what a decision call writes at its end: WRITTEN[1..] the keys in the
--- order first written, TTL_US[key] the TTL of the last write that set
--- one, in us from Redis' clock (false: none did, the key keeps its own)
-local WRITTEN, TTL_US = {}, {}
+-- what a decision call writes at its end: TTL_US[key] for each key
+-- written, the TTL of the last write that set one, in us from Redis'
+-- clock (false: none did, the key keeps its own)
+local TTL_US = {}
 
 -- counts an admitted request in a rule: the state check() returned (a,
 -- b, c: its numbers; sliding_log: what its commit() takes), with a TTL
@@ -231,7 +234,6 @@ local function write(key, alg, ttl, age, a, b, c)
     end
     local had = TTL_US[key]
     if had == nil then
-        WRITTEN[#WRITTEN + 1] = key
         STATE[key] = c and struct.pack('<ddd', a, b, c)
                      or struct.pack('<dd', a, b)
     else
@@ -251,45 +253,33 @@ end
 
 -- one SET per key written, with the last TTL set: the key ends where
 -- it would have, the SET coming some microseconds later (within the 1 ms
--- every TTL has to spare)
+-- every TTL has to spare). The order of the keys is TTL_US' (the SETs
+-- of one script call are one step to every other client). The TTL goes
+-- as text (a number costs Redis a printf of 17 digits), made again only
+-- when it changes: new keys of one window and call share it. Its ms are
+-- px()'s (meter.lua), inline: the call of px() and of math.ceil cost a
+-- new key 500 instructions (bench/script-cost, 8 new keys: -1.1%).
 local function flush()
-    for i = 1, #WRITTEN do
-        local key = WRITTEN[i]
-        local v, ttl = STATE[key], TTL_US[key]
+    local ms0, text
+    for key, ttl in pairs(TTL_US) do
+        local v = STATE[key]
         if #v < 4 then
             v = v[3] and struct.pack('<ddd', v[1], v[2], v[3])
                 or struct.pack('<dd', v[1], v[2])
         end
         if ttl then
-            redis.call('SET', key, v, 'PX', px(ttl > 1 and ttl or 1))
+            local ms = ttl > 1 and ttl / 1000 or 0.001
+            local up = ms % 1
+            ms = ms - up + (up > 0 and 2 or 1)  -- ceil, plus 1 ms
+            if ms ~= ms0 then
+                ms0, text = ms, string.format('%d', ms)
+            end
+            redis.call('SET', key, v, 'PX', text)
         else
             -- the key ends when it should already (half the cost of
             -- setting a TTL)
             redis.call('SET', key, v, 'KEEPTTL')
         end
-    end
-end
-
--- a charge (charge=): c units more in a rule at now (age us before
--- Redis' clock), whatever its limit: the state its algorithm's charge()
--- gives, written at once (a call of charges keeps no STATE: each record
--- reads what the one before wrote)
-local function charge(key, alg, v, now, age, c)
-    if not alg.charge then
-        return  -- sliding_log, concurrency: the module never charges them
-    end
-    local ttl, a, b, x = alg.charge(key, now, v[2], v[3], v[4], c, v[5])
-    if STATE then
-        write(key, alg, ttl, age, a, b, x)
-        return
-    end
-    local state = x and struct.pack('<ddd', a, b, x)
-                  or struct.pack('<dd', a, b)
-    if ttl then
-        redis.call('SET', key, state, 'PX', px(ttl - age > 1 and ttl - age
-                                                              or 1))
-    else
-        redis.call('SET', key, state, 'KEEPTTL')
     end
 end
 
@@ -299,7 +289,7 @@ end
 -- figure; packing all the figures at the end cost a call of 8 requests
 -- a tenth of its instructions, a string for the clock alone a call of
 -- one request 3%)
-local parts = {}
+local parts, np = {}, 0     -- (np: #parts, kept: # costs a search)
 -- the overrides' records, after the parts (made with the first)
 local trailer
 -- a request of stacked rules, or a refund's: see below; fixes: its
@@ -311,6 +301,9 @@ local lease
 
 
 STATE = not refunding and {} or nil
+if STATE and NK >= 1 then
+    READ = redis.call('MGET', unpack(KEYS))
+end
 -- a charge call that gives nothing back keeps STATE as a decision does,
 -- and writes at the end (flush()): its records on one key share one
 -- MGET (the state with the override) and one SET. A charge below 0 is a
@@ -328,7 +321,7 @@ for pass = refunding and 1 or 2, 2 do
     while pos <= size do
         -- the request: n t, then its first rule k s c
         if pos + 39 > size then
-            return bad('a request', pos)
+            return redis.error_reply(BAD .. 'a request at byte ' .. pos)
         end
         local n, now, k, s, cost, nxt = struct.unpack('<ddddd', H, pos)
         local ask = 0
@@ -337,11 +330,11 @@ for pass = refunding and 1 or 2, 2 do
             ask, n = (n - ask) / 128, ask
         end
         if n < 1 or nxt + 24 * (n - 1) > size + 1 then
-            return bad('a request', pos)
+            return redis.error_reply(BAD .. 'a request at byte ' .. pos)
         end
         -- (checked here and for further rules alike, inline: a function
         -- for the check costs a call of 8 requests 3% more)
-        local key, v = KEYS[k], SPECS[s] or spec(s)
+        local key, v = k <= NK and KEYS[k], SPECS[s] or spec(s)
         if v.err then
             return v
         end
@@ -350,8 +343,8 @@ for pass = refunding and 1 or 2, 2 do
             slot = string.sub(H, nxt - 8, nxt - 1)
             cost = slot ~= NOSLOT and 1 or 0
         end
-        if key == nil or (cost < 0 and mode ~= 'charge') then
-            return bad('a rule', pos + 16)
+        if not key or (cost < 0 and mode ~= 'charge') then
+            return redis.error_reply(BAD .. 'a rule at byte ' .. pos + 16)
         end
         pos = nxt
         local age = 0
@@ -367,7 +360,18 @@ for pass = refunding and 1 or 2, 2 do
             local ok, left, reset, retry, wait, ttl, a, b, c
             local blk = STATE[key]
             if blk == nil then
-                blk = blocked(key, v)
+                -- blocked()'s path for a key with no block key, inline
+                -- (its call cost a new key 1.1k instructions: bench/
+                -- script-cost, 8 new keys -2.4%)
+                if READ and READ[k + NK] == false and not alg.commit then
+                    blk = READ[k]
+                    if blk and #blk < 4 then
+                        blk = false     -- a foreign value: no state
+                    end
+                    STATE[key] = blk
+                else
+                    blk = blocked(key, alg, k)
+                end
             end
             if blk and #blk == 1 then
                 blk = blk[1]
@@ -392,25 +396,39 @@ for pass = refunding and 1 or 2, 2 do
                         if ttl then
                             TTL_US[key] = ttl - age
                         end
+                    elseif TTL_US[key] == nil and not alg.commit then
+                        -- its first write in this call: write()'s first
+                        -- branch, inline (-1.7% for 8 new keys)
+                        STATE[key] = c and struct.pack('<ddd', a, b, c)
+                                     or struct.pack('<dd', a, b)
+                        TTL_US[key] = ttl and ttl - age or false
                     else
                         write(key, alg, ttl, age, a, b, c)
                     end
                 end
                 if left <= cost then
-                    reset = frees(alg, key, now, v, reset)
+                    -- it left the rule nothing: the reset is until one
+                    -- more request fits, checked on the state it wrote,
+                    -- not until the rule is whole (kept if one fits now)
+                    local fits, _, _, r =
+                        alg.check(key, now, v[2], v[3], v[4], 1, v[5])
+                    if not fits then
+                        reset = r
+                    end
                 end
                 retry = -wait
             elseif retry < 1 then
                 retry = 1
             end
-            if parts[1] then
-                parts[#parts + 1] = struct.pack('<ddd', left, reset, retry)
+            np = np + 1
+            if np > 1 then
+                parts[np] = struct.pack('<ddd', left, reset, retry)
             else
                 parts[1] = struct.pack('<dddd', clock, left, reset, retry)
             end
             if ovr and v[8] then
                 trailer = trailer or {}
-                trailer[#trailer + 1] = struct.pack('<dd', #parts - 1, v[2])
+                trailer[#trailer + 1] = struct.pack('<dd', np - 1, v[2])
             end
         else
             -- stacked rules (or a refund): each checked as its record is
@@ -431,7 +449,7 @@ for pass = refunding and 1 or 2, 2 do
                 if i > 1 then
                     -- a further rule: k s c
                     k, s, cost, nxt = struct.unpack('<ddd', H, pos)
-                    key, v = KEYS[k], SPECS[s] or spec(s)
+                    key, v = k <= NK and KEYS[k], SPECS[s] or spec(s)
                     if v.err then
                         return v
                     end
@@ -440,8 +458,8 @@ for pass = refunding and 1 or 2, 2 do
                         slot = string.sub(H, nxt - 8, nxt - 1)
             cost = slot ~= NOSLOT and 1 or 0
                     end
-                    if key == nil or (cost < 0 and mode ~= 'charge') then
-                        return bad('a rule', pos)
+                    if not key or (cost < 0 and mode ~= 'charge') then
+                        return redis.error_reply(BAD .. 'a rule at byte ' .. pos)
                     end
                     pos = nxt
                 end
@@ -451,7 +469,7 @@ for pass = refunding and 1 or 2, 2 do
                         -- once per call (a block is no state for it)
                         local blk = STATE[key]
                         if blk == nil then
-                            blk = blocked(key, v)
+                            blk = blocked(key, v[1], k)
                         end
                         if blk and #blk == 1 then
                             STATE[key] = nil
@@ -461,8 +479,7 @@ for pass = refunding and 1 or 2, 2 do
                     elseif pass == 2 and mode ~= 'renew' and not slot then
                         -- what the decision read: the override, if any
                         -- (a slot's release needs none)
-                        local on = redis.call('MGET',
-                                              string.sub(key, 1, -18))[1]
+                        local on = redis.call('MGET', KEYS[k + NK])[1]
                         if on and string.find(on, LIMIT) then
                             ovr = ovr or algorithm('(override)')
                             v = ovr(v, on)
@@ -476,7 +493,7 @@ for pass = refunding and 1 or 2, 2 do
                     local ok, left, reset, retry, wait, ttl, a, b, c
                     local blk = STATE[key]
                     if blk == nil then
-                        blk = blocked(key, v)
+                        blk = blocked(key, v[1], k)
                     end
                     if blk and #blk == 1 then
                         blk = blk[1]
@@ -498,7 +515,7 @@ for pass = refunding and 1 or 2, 2 do
                             -- its reset once the request is counted
                             -- (below): the part, its rule, its figures
                             fixes = fixes or {}
-                            fixes[#fixes + 1] = { #parts + 1, key, v, left,
+                            fixes[#fixes + 1] = { np + 1, key, v, left,
                                                   reset, retry }
                         end
                         if ask > 0 then
@@ -525,9 +542,9 @@ for pass = refunding and 1 or 2, 2 do
                             admitted = false
                         end
                     end
-                    if parts[1] then
-                        parts[#parts + 1] = struct.pack('<ddd', left, reset,
-                                                        retry)
+                    np = np + 1
+                    if np > 1 then
+                        parts[np] = struct.pack('<ddd', left, reset, retry)
                     else
                         parts[1] = struct.pack('<dddd', clock, left, reset,
                                                retry)
@@ -535,7 +552,7 @@ for pass = refunding and 1 or 2, 2 do
                     if ovr and v[8] then
                         trailer = trailer or {}
                         trailer[#trailer + 1] =
-                            struct.pack('<dd', #parts - 1, v[2])
+                            struct.pack('<dd', np - 1, v[2])
                     end
                 end
             end
@@ -549,7 +566,29 @@ for pass = refunding and 1 or 2, 2 do
                             alg.renew(key, now, v[3], slot)
                         end
                     elseif mode == 'charge' and cost > 0 then
-                        charge(key, alg, v, now, age, cost)
+                        -- c units more in the rule at now (age us before
+                        -- Redis' clock), whatever its limit: the state
+                        -- its algorithm's charge() gives (sliding_log and
+                        -- concurrency have none: the module never
+                        -- charges them), kept in STATE; a call with a
+                        -- charge below 0 keeps none and writes at once:
+                        -- each record reads what the one before wrote
+                        if alg.charge then
+                            local ttl, a, b, x = alg.charge(key, now, v[2],
+                                v[3], v[4], cost, v[5])
+                            if STATE then
+                                write(key, alg, ttl, age, a, b, x)
+                            elseif ttl then
+                                redis.call('SET', key, x
+                                    and struct.pack('<ddd', a, b, x)
+                                    or struct.pack('<dd', a, b), 'PX',
+                                    px(ttl - age > 1 and ttl - age or 1))
+                            else
+                                redis.call('SET', key, x
+                                    and struct.pack('<ddd', a, b, x)
+                                    or struct.pack('<dd', a, b), 'KEEPTTL')
+                            end
+                        end
                     elseif mode == 'refund' or cost < 0 then
                         -- (a charge below 0 gives back at its time)
                         alg.refund(key, now, v[2], v[3], v[4],
@@ -584,7 +623,7 @@ for pass = refunding and 1 or 2, 2 do
                     if w then
                         pending, m = w, 6 * #lease
                         trailer = trailer or {}
-                        trailer[#trailer + 1] = struct.pack('<dd', -#parts,
+                        trailer[#trailer + 1] = struct.pack('<dd', -np,
                                                             g)
                     end
                 end
@@ -609,8 +648,14 @@ for pass = refunding and 1 or 2, 2 do
             end
             if fixes then
                 for j = 1, admitted and #fixes or 0 do
+                    -- as in the one-rule path: until one more fits
                     local f = fixes[j]
-                    local reset = frees(f[3][1], f[2], now, f[3], f[5])
+                    local v = f[3]
+                    local fits, _, _, reset = v[1].check(f[2], now, v[2],
+                        v[3], v[4], 1, v[5])
+                    if fits then
+                        reset = f[5]
+                    end
                     if f[1] == 1 then
                         parts[1] = struct.pack('<dddd', clock, f[4], reset,
                                                f[6])

@@ -51,7 +51,7 @@ struct Call {
 
 /* A command's arguments, kept to send it again (NOSCRIPT). */
 struct Args {
-    static constexpr int kMax = 4 + 2 * RL_MAX_RULES;
+    static constexpr int kMax = 4 + 3 * RL_MAX_RULES;
     const char *argv[kMax];
     size_t len[kMax];
     int argc = 0;
@@ -408,7 +408,7 @@ bool sendOn(Link *link, Operation *op, Ask ask, Args &a) {
 }
 
 /* The state's read: the script with a cost of 0 for each rule of the
- * name (EVALSHA sha n keys head specs). */
+ * name (EVALSHA sha 2n keys block-keys head specs). */
 Args *stateArgs(Operation *op, bool eval) {
     ngx_pool_t *pool = op->r->pool;
     size_t n = op->set.n;
@@ -421,9 +421,9 @@ Args *stateArgs(Operation *op, bool eval) {
     a->argc = 0;
     a->push(eval ? "EVAL" : "EVALSHA", eval ? 4 : 7);
     a->push(eval ? scriptText() : scriptSha());
-    a->push(nkeys, static_cast<size_t>(
-                       ngx_http_rl_decimal(nkeys, static_cast<int64_t>(n)) -
-                       nkeys));
+    auto count = static_cast<int64_t>(2 * n);   /* keys, block keys */
+    a->push(nkeys, static_cast<size_t>(ngx_http_rl_decimal(nkeys, count) -
+                                       nkeys));
     const ngx_str_t &prefix = zoneOf(op)->prefix;
     for (size_t k = 0; k < n; k++) {
         auto *key = static_cast<char *>(
@@ -435,6 +435,10 @@ Args *stateArgs(Operation *op, bool eval) {
             key, reinterpret_cast<const char *>(prefix.data), prefix.len,
             op->value.data(), op->value.size(), op->set.rules[k]->id);
         a->push(key, static_cast<size_t>(end - key));
+    }
+    for (size_t k = 0; k < n; k++) {
+        /* each key's block key: its first bytes */
+        a->push(a->argv[3 + k], blockKeyLength(a->len[3 + k]));
     }
     u_char *p = requestHead(head, n, 0);
     for (size_t k = 0; k < n; k++) {

@@ -9,6 +9,7 @@
 
 #include "core/reply.hpp"
 #include "core/script.hpp"
+#include "core/state_key.hpp"
 #include "redis_link.hpp"
 
 namespace rl {
@@ -273,11 +274,11 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
     size_t headLen = requestBytes(0) * requests +
                      (requestBytes(1) - requestBytes(0)) * rules;
-    size_t argc = 4 + nkeys_ + nspecs_ + (own ? 1 : 0);
+    size_t argc = 4 + 2 * nkeys_ + nspecs_ + (own ? 1 : 0);
     size_t size = 1 + NGX_INT64_LEN + 2 + 7 + scriptLen + NGX_INT64_LEN +
                   headLen + argc * kBulkOverhead + 6;
     for (size_t k = 0; k < nkeys_; k++) {
-        size += keys_[k]->len;
+        size += 2 * keys_[k]->len;
     }
     for (size_t s = 0; s < nspecs_; s++) {
         size += specs_[s]->len;
@@ -299,9 +300,13 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     p = eval ? bulk(p, "EVAL", 4) : bulk(p, "EVALSHA", 7);
     p = bulk(p, script, scriptLen);
     u_char text[NGX_INT64_LEN];
-    p = bulk(p, text, decimal(text, nkeys_) - text);
+    p = bulk(p, text, decimal(text, 2 * nkeys_) - text);
     for (size_t k = 0; k < nkeys_; k++) {
         p = bulk(p, keys_[k]->data, keys_[k]->len);
+    }
+    /* each key's block key: its first bytes */
+    for (size_t k = 0; k < nkeys_; k++) {
+        p = bulk(p, keys_[k]->data, blockKeyLength(keys_[k]->len));
     }
 
     p = bulkStart(p, headLen);
@@ -336,7 +341,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
 Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
                  int64_t thenUs, const uint64_t *costs, CallKind kind) {
     /* hiredis copies the arguments: they live on the stack */
-    constexpr size_t kMaxArgs = 5 + 2 * kMaxRulesPerCall;
+    constexpr size_t kMaxArgs = 5 + 3 * kMaxRulesPerCall;
     const char *argv[kMaxArgs];
     size_t argvlen[kMaxArgs];
     u_char count[NGX_INT64_LEN];
@@ -345,7 +350,7 @@ Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
     if (n > kMaxRulesPerCall) {
         return nullptr;
     }
-    ngx_uint_t argc = 5 + 2 * n;
+    ngx_uint_t argc = 5 + 3 * n;
     if (eval) {
         argv[0] = "EVAL";
         argvlen[0] = 4;
@@ -357,19 +362,21 @@ Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
         argvlen[1] = RL_SHA_LEN;
     }
     argv[2] = reinterpret_cast<char *>(count);
-    argvlen[2] = static_cast<size_t>(decimal(count, n) - count);
-    /* keys and specs in rule order, each rule its own record; a renewal
-     * or a charge at Redis' time (t = 0) */
+    argvlen[2] = static_cast<size_t>(decimal(count, 2 * n) - count);
+    /* keys (then their block keys) and specs in rule order, each rule
+     * its own record; a renewal or a charge at Redis' time (t = 0) */
     u_char *p = requestHead(head, n, kind == CallKind::Refund ? thenUs : 0);
     for (ngx_uint_t k = 0; k < n; k++) {
         argv[3 + k] = reinterpret_cast<char *>(g->keys[k].data);
         argvlen[3 + k] = g->keys[k].len;
-        argv[4 + n + k] = reinterpret_cast<char *>(g->specs[k]->data);
-        argvlen[4 + n + k] = g->specs[k]->len;
+        argv[3 + n + k] = argv[3 + k];
+        argvlen[3 + n + k] = blockKeyLength(g->keys[k].len);
+        argv[4 + 2 * n + k] = reinterpret_cast<char *>(g->specs[k]->data);
+        argvlen[4 + 2 * n + k] = g->specs[k]->len;
         p = record(p, g, k, k + 1, k + 1, kind, costs);
     }
-    argv[3 + n] = reinterpret_cast<char *>(head);
-    argvlen[3 + n] = static_cast<size_t>(p - head);
+    argv[3 + 2 * n] = reinterpret_cast<char *>(head);
+    argvlen[3 + 2 * n] = static_cast<size_t>(p - head);
     std::string_view word = callWord(kind);
     argv[argc - 1] = word.data();
     argvlen[argc - 1] = word.size();

@@ -152,15 +152,46 @@ void expireIdle(Worker *w, Stripe &st, int64_t now, ngx_uint_t max) {
     });
 }
 
+/* A group with no entry arrives: counted in its slot while it stays
+ * cold (true: it needs no entry); false when it needs one, *start and
+ * *before then its period's start and the units it counted before. */
+bool coldArrival(Stripe &st, uint32_t hash, int64_t units, int64_t period,
+                 int64_t now, int64_t *start, int64_t *before) {
+    Slot &s = st.slots[(hash / kStripes) % kSlots];
+    *start = now;
+    *before = 0;
+    if (s.endsAt > now && s.hash == hash) {
+        if (static_cast<int64_t>(s.units) + units < kHot) {
+            s.units += static_cast<uint32_t>(units);
+            return true;
+        }
+        *start = s.endsAt - period;
+        *before = s.units;
+        s.endsAt = 0;       /* hot: its entry counts from now on */
+        return false;
+    }
+    if (s.endsAt > now || units >= kHot) {
+        return false;       /* another group's period; or hot at once */
+    }
+    s = {hash, static_cast<uint32_t>(units), now + period};
+    return true;
+}
+
 /* The group's entry, made if new (the stripe's least recently used go
  * when the zone is full); NULL when there is no room (*full: the table
- * just became full, to be logged once the stripe is unlocked). */
+ * just became full, to be logged once the stripe is unlocked) or when
+ * the group is cold and its slot counted this arrival. */
 Entry *entryFor(Worker *w, Stripe &st, const ngx_str_t &id, uint32_t hash,
-                int64_t period, int64_t now, Outbox *out, bool *full) {
+                int64_t units, int64_t period, int64_t now, Outbox *out,
+                bool *full) {
     expireIdle(w, st, now, kExpirePerRequest);
     auto *e = reinterpret_cast<Entry *>(st.index.find(id, hash));
     if (e != nullptr) {
         return e;
+    }
+    int64_t start, before;
+    if (coldArrival(st, hash, units, period, now, &start, &before)) {
+        return nullptr;
     }
     e = static_cast<Entry *>(allocate(
         w->pool, sizeof(Entry) + id.len, false, kEvictPerRequest,
@@ -175,7 +206,8 @@ Entry *entryFor(Worker *w, Stripe &st, const ngx_str_t &id, uint32_t hash,
     }
     ngx_memzero(e, sizeof(Entry));
     e->period = period;
-    e->periodStart = now;
+    e->periodStart = start;
+    e->periodUnits = before;
     st.index.add(&e->lru, id, keyAfter(e, sizeof(Entry)), hash);
     return e;
 }
@@ -456,16 +488,17 @@ bool leaseSpend(ngx_http_rl_group_t *g) {
     uint32_t hash = ngx_murmur_hash2(id.data, id.len);
     int64_t now = monotonicUs();
     int64_t period = static_cast<int64_t>(g->zone->lease) * 1000;
+    int64_t units = static_cast<int64_t>(ctx->costs[g->rules[0]]);
     bool spent = false;
     bool full = false;
     Outbox box;
     Stripe &st = lease::stripeOf(w->sh, hash);
 
     lock(w, st);
-    Entry *e = lease::entryFor(w, st, id, hash, period, now, &box, &full);
+    Entry *e = lease::entryFor(w, st, id, hash, units, period, now, &box,
+                               &full);
     if (e != nullptr) {
-        lease::arrive(e, static_cast<int64_t>(ctx->costs[g->rules[0]]),
-                      period, now);
+        lease::arrive(e, units, period, now);
         bool ask = lease::hot(e) && e->askUntil <= now &&
                    !ngx_exiting && !ngx_quit && !ngx_terminate;
         Lease *l = e->lease;

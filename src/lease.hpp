@@ -71,11 +71,25 @@ struct Entry {
     Lease          *lease;          /* NULL until first asked */
 };
 
+/* A cold group's arrivals in its first period, kept where its hash
+ * says, until they make it hot (then it gets an entry): a flood of new
+ * keys, none ever hot, makes no entry, allocates nothing and frees
+ * nothing. A slot taken by another group in its period sends the
+ * newcomer to an entry, as before slots. */
+struct Slot {
+    uint32_t        hash;           /* the group's; 0 with endsAt 0: free */
+    uint32_t        units;          /* arrived since endsAt - period */
+    int64_t         endsAt;         /* monotonic us: its period's end */
+};
+
+inline constexpr ngx_uint_t kSlots = 1024;     /* a stripe's */
+
 struct Stripe {
     ngx_shmtx_sh_t  lock;
     ngx_shmtx_t     mutex;
     LruIndex        index;
     ngx_queue_t     live;           /* leases held, soonest to end last */
+    Slot            slots[kSlots];
 };
 
 struct Shared {

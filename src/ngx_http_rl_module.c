@@ -504,7 +504,7 @@ ngx_http_rl_init(ngx_conf_t *cf)
      * ngx_http_rl_zone_embedded()): a reload onto a build of another
      * layout makes a new zone */
     ngx_str_t                   deny = ngx_string("rl_deny_cache_3");
-    ngx_str_t                   leases = ngx_string("rl_leases_1");
+    ngx_str_t                   leases = ngx_string("rl_leases_2");
     ngx_str_t                   top = ngx_string("rl_top_1");
     ngx_uint_t                  i;
     ngx_http_rl_zone_t        **zones;

@@ -36,6 +36,7 @@
 #include "core/reply.hpp"
 #include "core/reply_error.hpp"
 #include "core/script.hpp"
+#include "core/state_key.hpp"
 
 namespace rl {
 namespace {
@@ -560,15 +561,16 @@ void Link::probe() {
         char key[NGX_HTTP_RL_MAX_PREFIX + kProbeKeyExtra];
         std::string_view head = probeHead();
         std::string_view spec = probeSpec();
-        const char *argv[6] = {"EVALSHA", rl_script_sha(), "1", key,
+        size_t keyLen = probeKey(key, {reinterpret_cast<char *>(
+                                           zone_->prefix.data),
+                                       zone_->prefix.len},
+                                 cluster_ != nullptr ? refusedSlot_ : -1);
+        /* its key, and its block key (the key's first bytes) */
+        const char *argv[7] = {"EVALSHA", rl_script_sha(), "2", key, key,
                                head.data(), spec.data()};
-        size_t len[6] = {7, RL_SHA_LEN, 1,
-                         probeKey(key, {reinterpret_cast<char *>(
-                                            zone_->prefix.data),
-                                        zone_->prefix.len},
-                                  cluster_ != nullptr ? refusedSlot_ : -1),
+        size_t len[7] = {7, RL_SHA_LEN, 1, keyLen, blockKeyLength(keyLen),
                          head.size(), spec.size()};
-        sent = command(onProbe, 6, argv, len);
+        sent = command(onProbe, 7, argv, len);
     } else {
         const char *argv[1] = {"PING"};
         size_t len[1] = {4};

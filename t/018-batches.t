@@ -111,8 +111,9 @@ sub numkeys_of {
     my @out = $code->();
     my @log = split /\n/, $r->cli('SLOWLOG', 'GET', '-1');
     $r->cli('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
-    # EVALSHA sha numkeys keys... head specs...
-    my @numkeys = map { $log[$_ + 2] } grep { $log[$_] eq 'EVALSHA' }
+    # EVALSHA sha numkeys keys... block-keys... head specs...: the
+    # state keys of each call (numkeys counts each one's block key too)
+    my @numkeys = map { $log[$_ + 2] / 2 } grep { $log[$_] eq 'EVALSHA' }
                   0 .. $#log;
     return (\@numkeys, @out);
 }

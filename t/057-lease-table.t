@@ -1,5 +1,5 @@
 # The lease table full: a flood of new keys fills its 16 MB (zone
-# rl_leases_1, src/lease.cpp) faster than idle entries are freed (an
+# rl_leases_2, src/lease.cpp) faster than idle entries are freed (an
 # entry is idle after two lease= periods), so the least recently used
 # entries make room. What must hold then: hot keys keep their leases,
 # a key that turns hot after the flood gets one, and nothing leaks:
@@ -12,9 +12,15 @@
 # rules on a key value of 64 bytes (the longest kept as it is), so an
 # entry is a 1 KB slab block and a lease a 2 KB one: about 15,000 keys
 # fill the table, and a lease needs room of another size than the
-# entries evicted. curl (-Z, 16 at a time) sends each flood: 24,000
-# new keys, a hot key's request every 20th, in about 3 s.
+# entries evicted. A new key is counted in its slot (16,384 of them,
+# each a key's for its first period) and gets an entry where another
+# key holds that slot: of 40,000 new keys, about 14,300 take slots and
+# 25,700 entries. curl (-Z, 16 at a time) sends each flood: 40,000 new
+# keys, a hot key's request every 20th, in about 5 s.
 #   (a) hot key H0 gets a lease, then goes quiet; hot key H1 warms up
+#   (a2) a flood of 20,000 new keys, which would fill the table with an
+#       entry each: the slots count most of them (about 11,600), the
+#       table is not full
 #   (b) flood 1: every request 200; the table is full (the notice, once
 #       per worker at most); H1's requests during it spend its leases;
 #       no group is left without an entry
@@ -25,12 +31,13 @@
 #   (e) nginx -s reload (the old workers give back what they hold):
 #       granted = spent + returned; Redis' count of H0, H1 and H2 is
 #       the requests each got through
-# About 15 s.
+# About 20 s.
 
 use lib 't/lib';
 use RlTest;
 
 my $N = 1000000;    # each rule's limit a day: nothing is rejected
+my $FLOOD = 40000;  # new keys a flood
 my $r = start_redis();
 my $rules = join "\n", map {
     "            rl_rule zone=l key=\$arg_k rate=${N}r/d"
@@ -119,13 +126,23 @@ ok(units('spent') > 20, '(a) the hot keys spend leases (' . units('spent')
    . ' units)');
 is(log_count($FULL), 0, '(a) the table is not full');
 
+# ------------------------------------------------------------ (a2)
+
+{
+    my ($codes, $took, $hot) = flood('c', 20000, 'H1');
+    is_deeply($codes, { 200 => 20000 + $hot },
+              sprintf('(a2) 20000 cold keys, every one 200 (%.1fs)', $took));
+    is(log_count($FULL), 0, '(a2) cold keys take slots: the table is not '
+                          . 'full');
+}
+
 # ------------------------------------------------------------ (b)
 
 {
     my $spent = units('spent');
-    my ($codes, $took, $hot) = flood('a', 24000, 'H1');
-    is_deeply($codes, { 200 => 24000 + $hot },
-              sprintf('(b) flood 1: 24000 new keys and %d of H1, every one '
+    my ($codes, $took, $hot) = flood('a', $FLOOD, 'H1');
+    is_deeply($codes, { 200 => $FLOOD + $hot },
+              sprintf("(b) flood 1: $FLOOD new keys and %d of H1, every one "
                       . '200 (%.1fs)', $hot, $took));
     # (a worker that took none of the flood's connections says nothing)
     my $said = log_count($FULL);
@@ -154,8 +171,8 @@ ok($leased >= 80 && $asked <= 20,
 {
     my $before = rss_anon();
     $spent = units('spent');
-    my ($codes, $took, $hot) = flood('b', 24000, 'H2');
-    is_deeply($codes, { 200 => 24000 + $hot },
+    my ($codes, $took, $hot) = flood('b', $FLOOD, 'H2');
+    is_deeply($codes, { 200 => $FLOOD + $hot },
               sprintf('(d) flood 2: every request 200 (%.1fs)', $took));
     $leased = units('spent') - $spent;
     ok($leased >= 0.8 * $hot,

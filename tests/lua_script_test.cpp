@@ -819,14 +819,15 @@ TEST_F(LuaScript, BatchWithABadRequestIsAnErrorReply) {
     Rule f = fixed("10.0.0.9", 5, kDay);
     std::vector<std::string> good =
         callArgv({{{f}, 0}, {{f}, 0}}, true, false);
-    const size_t head = 4; /* EVALSHA sha 1 key head spec */
-    ASSERT_EQ(good.size(), 6u);
+    const size_t head = 5; /* EVALSHA sha 2 key block-key head spec */
+    ASSERT_EQ(good.size(), 7u);
 
     std::vector<std::string> cut = good;
     cut[head].resize(cut[head].size() - 8);
     std::vector<std::string> noKey = good;
     unsigned char* p = reinterpret_cast<unsigned char*>(noKey[head].data());
-    rl::ruleRecord(p + rl::requestBytes(0), 2, 1, 1); /* KEYS[2] */
+    /* KEYS[2], the block key of KEYS[1]: no state key */
+    rl::ruleRecord(p + rl::requestBytes(0), 2, 1, 1);
     std::vector<std::string> noSpec = good;
     p = reinterpret_cast<unsigned char*>(noSpec[head].data());
     rl::ruleRecord(p + rl::requestBytes(0), 1, 2, 1); /* spec 2 */
@@ -860,9 +861,9 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
     EXPECT_TRUE(d[4].allowed);
     EXPECT_EQ(d[2].out[0].remaining, 0);
     EXPECT_EQ(d[4].out[0].remaining, 3); /* f: d[1] and d[4] */
-    /* two keys: each read once (with its block, one MGET) and written
-     * once, whatever the number of requests */
-    EXPECT_EQ(commandCalls("mget"), 2);
+    /* two keys: read with their blocks (one MGET for the call) and
+     * each written once, whatever the number of requests */
+    EXPECT_EQ(commandCalls("mget"), 1);
     EXPECT_EQ(commandCalls("get"), 0);
     EXPECT_EQ(commandCalls("set"), 2);
     EXPECT_EQ(state(s).at("c"), "3");
@@ -915,7 +916,7 @@ TEST_F(LuaScript, BatchOfStackedRulesOnOneClient) {
     EXPECT_FALSE(d[4].allowed) << describe(d[4]);
     EXPECT_EQ(d[4].out[0].retryMs, 0) << describe(d[4]); /* gcra: yes */
     EXPECT_GT(d[4].out[1].retryMs, 0) << describe(d[4]);
-    EXPECT_EQ(commandCalls("mget"), 2);
+    EXPECT_EQ(commandCalls("mget"), 1);
     EXPECT_EQ(commandCalls("get"), 0);
     EXPECT_EQ(commandCalls("set"), 2);
     EXPECT_EQ(state(s).at("c"), "4");
@@ -1015,7 +1016,7 @@ TEST_F(LuaScript, RefundWithABadRequestGivesNothingBack) {
     std::vector<std::string> argv = callArgv(
         {{{f}, static_cast<int64_t>(t)}, {{f}, static_cast<int64_t>(t)}},
         false, true);
-    argv[4].resize(argv[4].size() - 8); /* the second request cut short */
+    argv[5].resize(argv[5].size() - 8); /* the second request cut short */
     ReplyPtr r = command(argv);
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->type, REDIS_REPLY_ERROR);

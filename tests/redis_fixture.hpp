@@ -285,8 +285,8 @@ protected:
      * 0 Redis' TIME, -A A us before it, else that time). */
     using Request = std::pair<std::vector<Rule>, int64_t>;
 
-    /* The argument vector of a call of these requests, keys and specs
-     * each once, as the module makes it. */
+    /* The argument vector of a call of these requests, keys (then their
+     * block keys) and specs each once, as the module makes it. */
     static std::vector<std::string> callArgv(
         const std::vector<Request>& requests, bool sha, bool refund,
         const std::vector<uint64_t>& asks = {},
@@ -328,8 +328,11 @@ protected:
         std::vector<std::string> argv{
             sha ? "EVALSHA" : "EVAL",
             std::string(sha ? rl::scriptSha() : rl::scriptText()),
-            std::to_string(keys.size())};
+            std::to_string(2 * keys.size())};
         argv.insert(argv.end(), keys.begin(), keys.end());
+        for (const std::string& key : keys) {
+            argv.push_back(key.substr(0, rl::blockKeyLength(key.size())));
+        }
         argv.push_back(head);
         argv.insert(argv.end(), specs.begin(), specs.end());
         if (kind != rl::CallKind::Decide) {

@@ -135,8 +135,10 @@ TEST_F(Probe, RefusedWhileTheServerRefusesWrites) {
     char key[64];
     size_t len = rl::probeKey(key, "rl:", -1);
     auto probe = [&]() {
-        return command({"EVAL", std::string(rl::scriptText()), "1",
-                        std::string(key, len), std::string(rl::probeHead()),
+        return command({"EVAL", std::string(rl::scriptText()), "2",
+                        std::string(key, len),
+                        std::string(key, rl::blockKeyLength(len)),
+                        std::string(rl::probeHead()),
                         std::string(rl::probeSpec())});
     };
     rltest::ReplyPtr r = probe();

@@ -31,7 +31,11 @@ if b"struct.unpack('<dddddd', text)" in script:
     spec=struct.pack('<dddddd',1e9,60e6,0,0,0,14)+b'sliding_window'+b'100r/m'
 else:
     spec=struct.pack('<ddddd',1e9,60e6,0,0,0)+b'sliding_window'
+# the keys' layout: with each key's block key after them (one MGET per
+# call), since the batched reads, the state keys alone before
+blocks=b"local NK = #KEYS / 2" in script
 def call(keys,reqs):
+    if blocks: keys=keys+[k[:-17] for k in keys]
     head=b''
     for k in reqs:
         head+=struct.pack('<ddddd',1,0,k,1,1)

@@ -2,9 +2,12 @@
  * one EVALSHA call deciding the rules of several requests of one zone
  * (lua/rl.lua has the whole contract):
  *
- *   EVALSHA sha k key_1..key_k  head  spec_1..spec_s  [refund]
+ *   EVALSHA sha 2k key_1..key_k blk_1..blk_k head spec_1..spec_s [refund]
  *
- * - key_i: the call's state keys, each once.
+ * - key_i: the call's state keys, each once; blk_i: key_i's block key
+ *   PREFIX{VALUE} (state_key.hpp blockKeyLength: its first bytes), where
+ *   a manual block or an override of its key value lives. A decision
+ *   reads every key and block key of the call with one MGET.
  * - head: little-endian doubles (putDouble), for each request in order
  *   its rule count n and time t (requestHead), then for each of its
  *   rules the 1-based indexes of its key and spec and its cost

@@ -35,6 +35,13 @@ char* writeValueTag(char* out, std::string_view value);
 char* writeStateKey(char* out, std::string_view prefix,
                     std::string_view value, std::string_view ruleId);
 
+/* The length of a state key's block key PREFIX{VALUE} (a key value's
+ * manual block or override, lua/rl.lua blocked()): the state key less
+ * ':' and its rule id, so the state key's bytes hold it. */
+constexpr size_t blockKeyLength(size_t stateKeyLen) {
+    return stateKeyLen - 1 - kRuleIdLen;
+}
+
 std::string ruleId(std::string_view zone, std::string_view name,
                    std::string_view algorithm, uint64_t windowUs,
                    std::string_view keyExpr);

@@ -1,0 +1,109 @@
+# What a key's first decision costs Redis, counted in INFO commandstats:
+# a decision call reads Redis' clock, its keys' states and their block
+# keys in one MGET, and writes each new key once (SET with its expiry):
+# a new key alone in its call is 4 commands (EVALSHA, TIME, MGET, SET),
+# and on a lease= zone the same 4 (a cold key asks for no lease, and
+# nothing else goes to Redis for it). A hot key on the lease zone then
+# costs far fewer calls than requests.
+#   (a) exact zone: 20 new keys, one request each, one at a time
+#   (b) lease zone: the same
+#   (c) lease zone: one key, 60 requests: leased (under 20 calls)
+#   (d) both zones: 64 new keys, 32 at a time, so that calls carry
+#       several: one MGET a call, whatever it carries, one SET a key
+# About 2 s.
+
+use lib 't/lib';
+use RlTest;
+
+my $r = start_redis();
+my $ng = start_nginx(redis => $r, workers => 1, config => <<'CONF');
+    rl_zone exact redis=127.0.0.1:$RedisPort;
+    rl_zone leased redis=127.0.0.1:$RedisPort lease=10s;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /e {
+            rl_rule zone=exact key=$arg_k rate=1000r/m;
+            empty_gif;
+        }
+        location /l {
+            rl_rule zone=leased key=$arg_k rate=1000r/m;
+            empty_gif;
+        }
+    }
+CONF
+my $port = $ng->port;
+
+my @COMMANDS = qw(evalsha time mget set);
+
+# every command's calls since the last reset
+sub commands {
+    my %n;
+    for (split /\r?\n/, $r->cli('INFO', 'commandstats')) {
+        $n{$1} = $2 if /^cmdstat_([\w|]+):calls=(\d+)/ && $1 ne 'info'
+                                                      && $1 !~ /^config/;
+    }
+    return \%n;
+}
+
+sub new_keys {
+    my ($path, $tag) = @_;
+    $r->cli('CONFIG', 'RESETSTAT');
+    my %status;
+    for my $i (1 .. 20) {
+        my $res = http_get($port, "$path?k=$tag$i");
+        $status{ code_status($res) }++;
+    }
+    return (\%status, commands());
+}
+
+# warm: the connection made, the script loaded
+http_get($port, "/$_?k=warm") for qw(e l);
+
+for ([ 'a', '/e', 'exact' ], [ 'b', '/l', 'lease' ]) {
+    my ($step, $path, $zone) = @$_;
+    my ($status, $n) = new_keys($path, $step);
+    is_deeply($status, { '200 PASSED' => 20 },
+              "($step) $zone zone: 20 new keys passed");
+    is_deeply($n, { map { $_ => 20 } @COMMANDS },
+              "($step) $zone zone: each new key cost one EVALSHA, TIME, "
+              . 'MGET and SET, nothing else')
+        or diag(explain($n));
+}
+
+# (c) a hot key on the lease zone: spent from leases
+{
+    $r->cli('CONFIG', 'RESETSTAT');
+    my %status;
+    $status{ code_status(http_get($port, '/l?k=hot')) }++ for 1 .. 60;
+    is_deeply(\%status, { '200 PASSED' => 60 }, '(c) 60 requests passed');
+    my $calls = $r->calls('evalsha');
+    cmp_ok($calls, '<', 20, "(c) a hot key: $calls script calls for 60 "
+                            . 'requests');
+}
+
+# (d) calls of several new keys
+for my $path ('/e', '/l') {
+    $r->cli('CONFIG', 'RESETSTAT');
+    # curl -Z: 32 connections at once, so that a turn has several
+    my $file = $ng->dir . "/urls$path";
+    $file =~ s{/(\w)$}{-$1};
+    open my $fh, '>', $file or die "$file: $!";
+    print $fh "url = \"http://127.0.0.1:$port$path?k=d$_\"\n"
+            . "output = \"/dev/null\"\n" for 1 .. 64;
+    close $fh;
+    my @codes = split /\n/, `curl -s -Z --parallel-max 32 -K '$file' \\
+                              -w '%{http_code}\\n' 2>/dev/null`;
+    is(scalar(grep { $_ == 200 } @codes), 64, "(d) $path: 64 passed");
+    my $n = commands();
+    my $calls = $n->{evalsha} // 0;
+    is($n->{mget}, $calls, "(d) $path: one MGET a call ($calls calls for "
+                           . '64 new keys)');
+    is($n->{set}, 64, "(d) $path: one SET a key");
+}
+
+my @bad = grep { /exited on signal|\[alert\]|\[crit\]|\[emerg\]/ }
+          split /\n/, $ng->error_log_text;
+is_deeply(\@bad, [], 'no crash or alert in the error log');
+$ng->stop;
+done_testing();
