@@ -31,6 +31,10 @@
 
 #include <initializer_list>
 
+#include <poll.h>
+
+#include <hiredis/sds.h>
+
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/reply.hpp"
@@ -44,6 +48,8 @@ namespace {
 constexpr ngx_msec_t kFirstBackoff = 50;
 constexpr ngx_msec_t kMaxBackoff = 1000;
 constexpr ngx_msec_t kProbeInterval = 1000;
+/* how long an exiting worker waits for its last calls' replies */
+constexpr ngx_msec_t kExitWaitMs = 1000;
 
 void onConnect(const redisAsyncContext *ac, int status) noexcept;
 void onDisconnect(const redisAsyncContext *ac, int status) noexcept;
@@ -792,6 +798,44 @@ void Link::flush() {
         sendBySlot(&queue_, CallKind::Decide);
     }
     evalNext_ = false;
+}
+
+/* The worker exits (no turn of the event loop is left): what the link
+ * has queued (the leases' returns, the slots' releases) is written now,
+ * and their replies read, for kExitWaitMs at most. One write of it, as
+ * before, left the rest of a large queue unwritten (80,000 returns of a
+ * full lease table: t/057 (e)); and a socket closed with replies unread
+ * is reset, which may drop what Redis had not read yet. */
+void Link::writeNow() {
+    flush();
+    redisAsyncContext *ac = ac_;
+    if (ac == nullptr) {
+        return;
+    }
+    redisAsyncHandleWrite(ac);
+    ngx_msec_t until = ngx_current_msec + kExitWaitMs;
+    /* (ac_ is cleared when hiredis drops the connection: a reply's
+     * error, or the server's close) */
+    while (ac_ == ac && ready_ && ac->replies.head != nullptr) {
+        ngx_time_update();
+        auto left = static_cast<ngx_msec_int_t>(until - ngx_current_msec);
+        if (left <= 0) {
+            break;
+        }
+        struct pollfd p = {ac->c.fd, POLLIN, 0};
+        if (sdslen(ac->c.obuf) > 0) {
+            p.events |= POLLOUT;
+        }
+        if (poll(&p, 1, static_cast<int>(left)) <= 0) {
+            break;
+        }
+        if (p.revents & POLLOUT) {
+            redisAsyncHandleWrite(ac);
+        }
+        if (ac_ == ac && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+            redisAsyncHandleRead(ac);
+        }
+    }
 }
 
 /* A cluster's calls: a batch per slot, within the limits (out of

@@ -52,12 +52,7 @@ public:
     ~Link() override;
 
     Link *route(ngx_uint_t) override { return this; }
-    void writeNow() override {
-        flush();
-        if (ac_ != nullptr) {
-            redisAsyncHandleWrite(ac_);
-        }
-    }
+    void writeNow() override;
 
     /* Requests may queue behind a first handshake (hiredis buffers
      * them, SCRIPT LOAD goes first), not behind one made while an
