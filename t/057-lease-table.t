@@ -12,25 +12,26 @@
 # rules on a key value of 64 bytes (the longest kept as it is), so an
 # entry is a 1 KB slab block and a lease a 2 KB one: about 15,000 keys
 # fill the table, and a lease needs room of another size than the
-# entries evicted. A new key is counted in its slot (16,384 of them,
-# each a key's for its first period) and gets an entry where another
-# key holds that slot: of 40,000 new keys, about 14,300 take slots and
-# 25,700 entries. curl (-Z, 16 at a time) sends each flood: 40,000 new
-# keys, a hot key's request every 20th, in about 5 s.
+# entries evicted. A cold key is counted in a slot (two of 16,384 are
+# its, each a key's for its first period) and makes no entry: the
+# floods that fill the table are of keys of cost 4, hot at once (an
+# entry each, and a lease asked). curl (-Z, 16 at a time) sends each
+# flood: 40,000 new keys, a hot key's request every 20th, in about 5 s.
 #   (a) hot key H0 gets a lease, then goes quiet; hot key H1 warms up
-#   (a2) a flood of 20,000 new keys, which would fill the table with an
-#       entry each: the slots count most of them (about 11,600), the
-#       table is not full
+#   (a2) a flood of 20,000 new keys of cost 1, which made an entry each
+#       before slots: none makes one, the table is not full
 #   (b) flood 1: every request 200; the table is full (the notice, once
 #       per worker at most); H1's requests during it spend its leases;
 #       no group is left without an entry
-#   (c) H2, new after the flood: leased (few script calls)
+#   (c) H2, new after the flood (its slots held by the cold flood's
+#       keys, for 10 s): leased (few script calls)
 #   (d) flood 2, H2 hot during it: leased; the workers' RssAnon grew by
 #       less than 2 MB since flood 1 (not under SANITIZE=1: ASan keeps
 #       what is freed a while)
-#   (e) nginx -s reload (the old workers give back what they hold):
-#       granted = spent + returned; Redis' count of H0, H1 and H2 is
-#       the requests each got through
+#   (e) nginx -s reload (the old workers give back what they hold, the
+#       floods' 80,000 leases too: written, and their replies read, as
+#       they exit): granted = spent + returned; Redis' count of H0, H1
+#       and H2 is the requests each got through
 # About 20 s.
 
 use lib 't/lib';
@@ -41,7 +42,7 @@ my $FLOOD = 40000;  # new keys a flood
 my $r = start_redis();
 my $rules = join "\n", map {
     "            rl_rule zone=l key=\$arg_k rate=${N}r/d"
-    . " algorithm=fixed_window name=r$_;"
+    . " algorithm=fixed_window name=r$_ cost=\$arg_c;"
 } 1 .. 5;
 my $ng = start_nginx(redis => $r, workers => 2, config => <<"CONF");
     rl_zone l redis=127.0.0.1:\$RedisPort lease=10s timeout=5s;
@@ -68,7 +69,7 @@ my %served;     # of each hot key: 200s
 sub hot {
     my ($k, $n) = @_;
     for (1 .. $n) {
-        my $res = http_get($port, '/t?k=' . value($k), -timeout => 10);
+        my $res = http_get($port, '/t?c=1&k=' . value($k), -timeout => 10);
         $served{$k}++ if $res->{code} == 200;
     }
 }
@@ -88,19 +89,20 @@ sub rss_anon {
     return \%kb;
 }
 
-# Sends $n new keys (their names from $tag), and hot key $k every 20th,
-# with curl -Z: ({code => count}, seconds, requests of $k).
+# Sends $n new keys (their names from $tag), each of cost $c, and hot
+# key $k every 20th, with curl -Z: ({code => count}, seconds, requests
+# of $k).
 my $flood_seq = 0;
 sub flood {
-    my ($tag, $n, $k) = @_;
+    my ($tag, $n, $k, $c) = @_;
     my $file = $ng->dir . '/flood' . ++$flood_seq;
     open my $fh, '>', $file or die "$file: $!";
     my $hot = 0;
     for my $i (1 .. $n) {
-        print $fh "url = \"http://127.0.0.1:$port/t?k=", value("$tag$i"),
+        print $fh "url = \"http://127.0.0.1:$port/t?c=$c&k=", value("$tag$i"),
                   "\"\noutput = \"/dev/null\"\n";
         next if $i % 20;
-        print $fh "url = \"http://127.0.0.1:$port/t?k=", value($k),
+        print $fh "url = \"http://127.0.0.1:$port/t?c=1&k=", value($k),
                   "\"\noutput = \"/dev/null\"\n";
         $hot++;
     }
@@ -129,7 +131,7 @@ is(log_count($FULL), 0, '(a) the table is not full');
 # ------------------------------------------------------------ (a2)
 
 {
-    my ($codes, $took, $hot) = flood('c', 20000, 'H1');
+    my ($codes, $took, $hot) = flood('c', 20000, 'H1', 1);
     is_deeply($codes, { 200 => 20000 + $hot },
               sprintf('(a2) 20000 cold keys, every one 200 (%.1fs)', $took));
     is(log_count($FULL), 0, '(a2) cold keys take slots: the table is not '
@@ -140,7 +142,7 @@ is(log_count($FULL), 0, '(a) the table is not full');
 
 {
     my $spent = units('spent');
-    my ($codes, $took, $hot) = flood('a', $FLOOD, 'H1');
+    my ($codes, $took, $hot) = flood('a', $FLOOD, 'H1', 4);
     is_deeply($codes, { 200 => $FLOOD + $hot },
               sprintf("(b) flood 1: $FLOOD new keys and %d of H1, every one "
                       . '200 (%.1fs)', $hot, $took));
@@ -171,7 +173,7 @@ ok($leased >= 80 && $asked <= 20,
 {
     my $before = rss_anon();
     $spent = units('spent');
-    my ($codes, $took, $hot) = flood('b', $FLOOD, 'H2');
+    my ($codes, $took, $hot) = flood('b', $FLOOD, 'H2', 4);
     is_deeply($codes, { 200 => $FLOOD + $hot },
               sprintf('(d) flood 2: every request 200 (%.1fs)', $took));
     $leased = units('spent') - $spent;
@@ -188,12 +190,23 @@ ok($leased >= 80 && $asked <= 20,
 
 # ------------------------------------------------------------ (e)
 
+# the workers' connections to Redis (CLIENT LIST's ids)
+sub rl_clients {
+    return map { /\bid=(\d+)\b.*\bname=ngx_rl(?:\s|$)/ ? $1 : () }
+           split /\n/, $r->cli('CLIENT', 'LIST');
+}
+my %old = map { $_ => 1 } rl_clients();
 ok($ng->reload, '(e) nginx -s reload: the old workers gave back their '
                 . 'leases');
+# what they gave back as they exited is written, not awaited: Redis has
+# read it all once it has closed their connections (the floods' leases,
+# 80,000 returns, take it a moment)
+ok(wait_until(sub { !grep { $old{$_} } rl_clients() }, timeout => 20),
+   "(e) Redis has read the old workers' returns (their connections closed)");
 my ($g, $s, $b) = map { units($_) } qw(granted spent returned);
 is($g, $s + $b, "(e) granted $g = spent $s + returned $b");
 for my $k (qw(H0 H1 H2)) {
-    my $res = http_get($port, '/t?k=' . value($k), -timeout => 10);
+    my $res = http_get($port, '/t?c=1&k=' . value($k), -timeout => 10);
     is($res->{headers}{'x-ratelimit-remaining'}, $N - $served{$k} - 1,
        "(e) $k: Redis counted its $served{$k} requests, and this one");
 }
