@@ -182,7 +182,7 @@ size_t BatchCommand::keyIndex(const ngx_str_t *key) {
     }
     keys_[nkeys_++] = key;
     slots_[h] = static_cast<uint16_t>(nkeys_);
-    used_[nused_++] = static_cast<uint16_t>(h);
+    used_[nkeys_ - 1] = static_cast<uint16_t>(h);
     return nkeys_;
 }
 
@@ -211,10 +211,9 @@ bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
         }
         cap_ = cap;
     }
-    for (size_t u = 0; u < nused_; u++) {
+    for (size_t u = 0; u < nkeys_; u++) {
         slots_[used_[u]] = 0;
     }
-    nused_ = 0;
     nkeys_ = 0;
     nspecs_ = 0;
     size_t i = 0;

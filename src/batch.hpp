@@ -13,8 +13,6 @@
 #include "core/script.hpp"
 #include "ngx.hpp"
 
-#include "core/script.hpp"
-
 namespace rl {
 
 class Link;
@@ -126,8 +124,7 @@ private:
     size_t bufCap_ = 0;
     /* the entries of slots_ used by the last call, cleared by the next
      * (rather than the whole table) */
-    uint16_t used_[kMaxBatchKeys + kMaxRulesPerCall] = {};
-    size_t nused_ = 0;
+    uint16_t used_[kMaxBatchKeys + kMaxRulesPerCall] = {};  /* nkeys_ */
     const ngx_str_t **keys_ = nullptr;
     const ngx_str_t **specs_ = nullptr;
     uint32_t *ruleKey_ = nullptr;    /* per rule, 1-based */
