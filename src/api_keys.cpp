@@ -26,6 +26,7 @@
 #include "core/cluster.hpp"
 #include "core/key_text.hpp"
 #include "core/outcome.hpp"
+#include "core/override_text.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
 #include "core/state_key.hpp"
@@ -255,19 +256,15 @@ ngx_int_t unavailable(Operation *op, const char *why) {
 /* the embedded store                                                 */
 
 /* What a block's string says: its reason, "blocked" for none; never a
- * first word "limit", which would make it an override. */
+ * first word "limit", which would make it an override (isOverride():
+ * what lua/rl.lua reads as one, "limit" and any white space). */
 bool blockText(ngx_pool_t *pool, std::string_view *reason) {
     std::string_view r = *reason;
     if (r.empty()) {
         *reason = "blocked";
         return true;
     }
-    if (r.size() > 5 && ngx_strncasecmp(reinterpret_cast<u_char *>(
-                                            const_cast<char *>(r.data())),
-                                        reinterpret_cast<u_char *>(
-                                            const_cast<char *>("limit")),
-                                        5) == 0 &&
-        (r[5] == ' ' || r[5] == '\t')) {
+    if (rl::isOverride(r)) {
         auto *p = static_cast<char *>(ngx_pnalloc(pool, 9 + r.size()));
         if (p == nullptr) {
             return false;
