@@ -392,8 +392,10 @@ int64_t marked(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
 }
 
 /* A block's rejection: nothing left, retry in what it has left, at most
- * a minute (as lua/rl.lua says of a Redis block). */
-constexpr int64_t kBlockRetryUs = 60000000;
+ * a minute (as lua/rl.lua says of a Redis block), in us. */
+int64_t blockRetryUs(int64_t blockedUs) {
+    return blockedUs < rl::kBlockRetryUs ? blockedUs : rl::kBlockRetryUs;
+}
 
 }  // namespace
 
@@ -512,8 +514,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
         if (blockedUs[k] > 0) {
-            int64_t us = blockedUs[k] < kBlockRetryUs ? blockedUs[k]
-                                                      : kBlockRetryUs;
+            int64_t us = blockRetryUs(blockedUs[k]);
             int64_t ms = rl::msCeil(us);
             ctx->outcomes[i] = {0, ms, ms, 0, us, 0};
             ctx->decided[i] = 1;
@@ -648,8 +649,7 @@ ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
     auto limit = static_cast<int64_t>(
         params.limit != rule->limit ? params.limit : 0);
     if (blockedUs > 0) {
-        int64_t ms = rl::msCeil(blockedUs < kBlockRetryUs ? blockedUs
-                                                          : kBlockRetryUs);
+        int64_t ms = rl::msCeil(blockRetryUs(blockedUs));
         *out = {0, ms, ms, 0, 0, limit};
     } else {
         *out = {c.left, rl::msCeil(resetUs), 0, 0, 0, limit};

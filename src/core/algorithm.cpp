@@ -725,9 +725,8 @@ int64_t maxDelayUs(const Params& p) {
 
 int64_t maxRetryUs(const Params& p, uint64_t cost) {
     constexpr uint64_t kMax = 1ULL << 53;
-    constexpr uint64_t kBlockUs = 60000000;
     if (p.algorithm == Algorithm::Concurrency) {
-        return static_cast<int64_t>(kBlockUs) + 1000; /* (a block's) */
+        return kBlockRetryUs + 1000; /* (a block's) */
     }
     uint64_t units = capacity(p);
     units = units > kMax - cost ? kMax : units + cost;
@@ -735,7 +734,7 @@ int64_t maxRetryUs(const Params& p, uint64_t cost) {
                       ? kMax
                       : units * p.windowUs;
     us = std::max({us, p.windowUs <= kMax / 2 ? 2 * p.windowUs : kMax,
-                   kBlockUs});
+                   static_cast<uint64_t>(kBlockRetryUs)});
     return static_cast<int64_t>(us > kMax - 1000 ? kMax : us + 1000);
 }
 

@@ -66,6 +66,10 @@ struct Params {
  * cache keeps the rejection this long only. */
 inline constexpr int64_t kInflightRetryUs = 100000;
 
+/* A manual block's retry: what it has left, at most a minute (lua/rl.lua
+ * says so of a Redis block; the embedded store's marks alike). */
+inline constexpr int64_t kBlockRetryUs = 60000000;
+
 /* Default burst for an algorithm when the rule gives none. */
 uint64_t defaultBurst(Algorithm a, uint64_t limit);
 
