@@ -33,20 +33,9 @@ ngx_int_t sendHeader(ngx_http_request_t *r, ngx_uint_t status, off_t len) {
 }  // namespace
 
 bool header(ngx_http_request_t *r, const char *name, const char *value) {
-    auto *h = static_cast<ngx_table_elt_t *>(
-        ngx_list_push(&r->headers_out.headers));
-    if (h == nullptr) {
-        return false;
-    }
-    h->hash = 1;
-    h->key = {ngx_strlen(name), reinterpret_cast<u_char *>(
-                                    const_cast<char *>(name))};
-    h->value = {ngx_strlen(value), reinterpret_cast<u_char *>(
-                                       const_cast<char *>(value))};
-#if (nginx_version >= 1023000)
-    h->next = nullptr;      /* (a header's list of its kind, since 1.23) */
-#endif
-    return true;
+    ngx_str_t v = {ngx_strlen(value), reinterpret_cast<u_char *>(
+                                          const_cast<char *>(value))};
+    return ngx_http_rl_add_header(r, name, ngx_strlen(name), &v) == NGX_OK;
 }
 
 u_char *Json::room(size_t n) {

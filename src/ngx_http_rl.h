@@ -372,6 +372,10 @@ char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 /* ngx_http_rl_headers.c */
 void ngx_http_rl_header_filter_init(void);
+/* a response header NAME (len bytes) with the value (both kept, not
+ * copied) */
+ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r, const char *name,
+    size_t len, ngx_str_t *value);
 
 /* redis_stores.cpp: per worker, a store per Redis zone (one connection
  * per server, or a cluster's: redis_cluster.cpp), and the link

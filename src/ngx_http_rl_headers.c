@@ -13,8 +13,6 @@
 
 
 static ngx_int_t ngx_http_rl_header_filter(ngx_http_request_t *r);
-static ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r,
-    const char *name, size_t len, ngx_str_t *value);
 static ngx_int_t ngx_http_rl_draft_headers(ngx_http_request_t *r,
     ngx_http_rl_ctx_t *ctx, int64_t reset);
 static u_char *ngx_http_rl_sf_string(u_char *p, ngx_str_t *s);
@@ -235,7 +233,7 @@ ngx_http_rl_sf_string(u_char *p, ngx_str_t *s)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_rl_add_header(ngx_http_request_t *r, const char *name, size_t len,
     ngx_str_t *value)
 {
@@ -250,6 +248,9 @@ ngx_http_rl_add_header(ngx_http_request_t *r, const char *name, size_t len,
     h->key.data = (u_char *) name;
     h->key.len = len;
     h->value = *value;
+#if (nginx_version >= 1023000)
+    h->next = NULL;     /* (a header's list of its kind, since 1.23) */
+#endif
 
     return NGX_OK;
 }
