@@ -92,6 +92,13 @@ ngx_int_t portOf(const char *p, size_t len) {
     return n >= 1 && n <= 65535 ? n : -1;
 }
 
+/* a master's host as a sentinel announces it: an address, or a name
+ * (looked up), short enough for a ServerText */
+bool announcedHost(ngx_str_t host) {
+    return host.len > 0 && host.len <= NGX_SOCKADDR_STRLEN &&
+           (numericHost(host) || hostName(host));
+}
+
 bool stopping() { return ngx_exiting || ngx_terminate || ngx_quit; }
 
 }  // namespace
@@ -619,9 +626,7 @@ bool Sentinels::masterOf(const redisReply *reply, ServerText *to) {
     ngx_str_t host = {reply->element[0]->len,
                       reinterpret_cast<u_char *>(reply->element[0]->str)};
     ngx_int_t port = portOf(reply->element[1]->str, reply->element[1]->len);
-    if (port < 0 || host.len == 0 || host.len > NGX_SOCKADDR_STRLEN ||
-        (!numericHost(host) && !hostName(host)))
-    {
+    if (port < 0 || !announcedHost(host)) {
         return false;
     }
     to->set(host, port);
@@ -689,8 +694,7 @@ void Sentinels::message(Conn *c, redisAsyncContext *ac, redisReply *reply) {
                             w[host + 1].len);
     if (w[name].len != zone_->master.len ||
         ngx_memcmp(w[name].data, zone_->master.data, w[name].len) != 0 ||
-        port < 0 || w[host].len > NGX_SOCKADDR_STRLEN ||
-        (!numericHost(w[host]) && !hostName(w[host])))
+        port < 0 || !announcedHost(w[host]))
     {
         return;     /* another master's */
     }
