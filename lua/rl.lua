@@ -578,15 +578,16 @@ for pass = refunding and 1 or 2, 2 do
                                 v[3], v[4], cost, v[5])
                             if STATE then
                                 write(key, alg, ttl, age, a, b, x)
-                            elseif ttl then
-                                redis.call('SET', key, x
-                                    and struct.pack('<ddd', a, b, x)
-                                    or struct.pack('<dd', a, b), 'PX',
-                                    px(ttl - age > 1 and ttl - age or 1))
                             else
-                                redis.call('SET', key, x
+                                local state = x
                                     and struct.pack('<ddd', a, b, x)
-                                    or struct.pack('<dd', a, b), 'KEEPTTL')
+                                    or struct.pack('<dd', a, b)
+                                if ttl then
+                                    redis.call('SET', key, state, 'PX',
+                                        px(ttl - age > 1 and ttl - age or 1))
+                                else
+                                    redis.call('SET', key, state, 'KEEPTTL')
+                                end
                             end
                         end
                     elseif mode == 'refund' or cost < 0 then
