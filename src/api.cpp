@@ -167,18 +167,10 @@ Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
 
 /* GET /1/rules: every zone and name once, in the order written. */
 Json &rules(Json &out, ngx_http_rl_main_conf_t *rmcf) {
-    auto **all = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
+    auto *names = static_cast<ngx_http_rl_name_t *>(rmcf->names.elts);
     out.raw("[");
-    bool first = true;
-    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-        bool seen = false;
-        for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = ngx_http_rl_same_name(all[j], all[i]);
-        }
-        if (!seen) {
-            rule(out.raw(first ? "\n" : ",\n"), all[i]);
-            first = false;
-        }
+    for (ngx_uint_t i = 0; i < rmcf->names.nelts; i++) {
+        rule(out.raw(i ? ",\n" : "\n"), names[i].first);
     }
     return out.raw("\n]\n");
 }
@@ -189,44 +181,30 @@ Json &rules(Json &out, ngx_http_rl_main_conf_t *rmcf) {
 bool findRules(ngx_http_request_t *r, const Request &req, RuleSet *set,
                Error *err) {
     ngx_http_rl_main_conf_t *rmcf = mainConf(r);
-    auto **all = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    *set = RuleSet{nullptr, nullptr, 0, false};
-    set->rules = static_cast<ngx_http_rl_rule_t **>(ngx_palloc(
-        r->pool, (rmcf->rules.nelts + 1) * sizeof(ngx_http_rl_rule_t *)));
-    if (set->rules == nullptr) {
-        *err = {500, "StoreUnavailable", "out of memory"};
-        return false;
-    }
-    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-        ngx_http_rl_rule_t *rule = all[i];
-        if (viewOf(rule->name) != req.name ||
-            (!req.zone.empty() && viewOf(rule->zone->name) != req.zone)) {
+    auto *names = static_cast<ngx_http_rl_name_t *>(rmcf->names.elts);
+    const ngx_http_rl_name_t *found = nullptr;
+    for (ngx_uint_t i = 0; i < rmcf->names.nelts; i++) {
+        const ngx_http_rl_rule_t *first = names[i].first;
+        if (viewOf(first->name) != req.name ||
+            (!req.zone.empty() && viewOf(first->zone->name) != req.zone)) {
             continue;
         }
-        if (set->first == nullptr) {
-            set->first = rule;
-        } else if (rule->zone != set->first->zone) {
+        if (found != nullptr) {
             *err = {400, "RuleAmbiguous",
                     "rules of that name are in several zones: say which "
                     "with ?zone="};
             return false;
         }
-        bool seen = false;
-        for (size_t k = 0; k < set->n && !seen; k++) {
-            seen = ngx_memcmp(set->rules[k]->id, rule->id,
-                              RL_RULE_ID_LEN) == 0;
-        }
-        if (!seen) {
-            set->rules[set->n++] = rule;
-        }
+        found = &names[i];
     }
-    if (set->first == nullptr) {
+    if (found == nullptr) {
         *err = {404, "RuleNotFound", req.zone.empty()
                                          ? "no rule of that name"
                                          : "no rule of that name in that zone"};
         return false;
     }
-    set->address = viewOf(set->first->key.value) == "$binary_remote_addr";
+    *set = RuleSet{found->first, found->states, found->nstates,
+                   viewOf(found->first->key.value) == "$binary_remote_addr"};
     return true;
 }
 

@@ -53,9 +53,9 @@ ngx_int_t sendEmpty(ngx_http_request_t *r, ngx_uint_t status);
 ngx_int_t sendError(ngx_http_request_t *r, const Error &e);
 
 /* The rules an operator names with a zone and a name: one entry of
- * /1/rules. `first` is the one shown (the first written); rules[0..n)
- * each state of that name once (rules of one name in several places
- * with other rates or keys have several). */
+ * /1/rules (rmcf->names). `first` is the one shown (the first written);
+ * rules[0..n) each state of that name once (rules of one name in
+ * several places with other rates or keys have several: any number). */
 struct RuleSet {
     ngx_http_rl_rule_t *first;
     ngx_http_rl_rule_t **rules;

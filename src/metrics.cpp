@@ -115,21 +115,21 @@ u_char *header(u_char *p, const char *name, const char *type,
 
 bool anyRule(const ngx_http_rl_rule_t *) { return true; }
 
-/* f(p, entry, stats) for each rule's counters once (rules of one zone
- * and name share them), those shown, of the rules for which want(rule)
- * holds */
+/* f(p, entry, stats) for each zone and name's counters once (its rules
+ * share them), those shown, of the names with a rule for which
+ * want(rule) holds */
 template <typename F, typename Want = decltype(&anyRule)>
 u_char *eachRule(u_char *p, ngx_http_rl_main_conf_t *rmcf, F f,
                  Want want = anyRule) {
-    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-        ngx_http_rl_rule_stats_t *s = rules[i]->stats;
-        bool seen = s == nullptr || !want(rules[i]);
-        for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            /* identical rules share */
-            seen = rules[j]->stats == s && want(rules[j]);
+    auto *names = static_cast<ngx_http_rl_name_t *>(rmcf->names.elts);
+    for (ngx_uint_t i = 0; i < rmcf->names.nelts; i++) {
+        const ngx_http_rl_name_t &n = names[i];
+        ngx_http_rl_rule_stats_t *s = n.first->stats;
+        bool wanted = false;
+        for (ngx_uint_t k = 0; k < n.nrules && !wanted; k++) {
+            wanted = want(n.rules[k]);
         }
-        if (!seen && entryOf(s)->kind != kFree) {
+        if (s != nullptr && wanted && entryOf(s)->kind != kFree) {
             p = f(p, entryOf(s), s);
         }
     }

@@ -195,14 +195,33 @@ typedef struct {
     char                        id[RL_RULE_ID_LEN];
     ngx_str_t                   spec;       /* the script's, enforced */
     ngx_str_t                   dry_spec;   /* the spec of a dry run */
+    struct ngx_http_rl_name_s  *named;      /* its zone and name's entry
+                                               (rule_names.cpp) */
+    ngx_uint_t                  order;      /* in rmcf->rules */
     u_char                     *file;       /* where it was written */
     ngx_uint_t                  line;
 } ngx_http_rl_rule_t;
 
 
+/* The rules of one zone and name (rule_names.cpp), made once when the
+ * configuration is loaded: one series of the metrics, one entry of the
+ * operator API, one list of top keys. */
+typedef struct ngx_http_rl_name_s {
+    ngx_http_rl_rule_t         *first;      /* the first written */
+    ngx_http_rl_rule_t        **rules;      /* all, in the order written */
+    ngx_uint_t                  nrules;
+    ngx_http_rl_rule_t        **states;     /* each state of the name once
+                                               (rule->id), its first */
+    ngx_uint_t                  nstates;
+    void                       *top;        /* its top limited keys */
+} ngx_http_rl_name_t;
+
+
 typedef struct {
     ngx_array_t                 zones;      /* ngx_http_rl_zone_t * */
     ngx_array_t                 rules;      /* ngx_http_rl_rule_t *, all */
+    ngx_array_t                 names;      /* ngx_http_rl_name_t, each
+                                               zone and name once */
     ngx_http_rl_store_t       **stores;     /* per worker, by zone index */
     ngx_shm_zone_t             *metrics;
     ngx_shm_zone_t             *deny;       /* the deny cache */
@@ -363,6 +382,10 @@ ngx_http_rl_reset_seconds(const ngx_http_rl_ctx_t *ctx)
                            ? o->retry_ms : o->reset_ms);
 }
 
+
+/* rule_names.cpp: rmcf->names, once the rules are read */
+ngx_int_t ngx_http_rl_names_init(ngx_conf_t *cf,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 
 /* ngx_http_rl_directives.c */
 char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);

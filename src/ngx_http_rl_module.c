@@ -516,6 +516,10 @@ ngx_http_rl_init(ngx_conf_t *cf)
     rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
     zones = rmcf->zones.elts;
 
+    if (ngx_http_rl_names_init(cf, rmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     for (i = 0; i < rmcf->zones.nelts; i++) {
         if (!ngx_http_rl_embedded(zones[i])) {
             rmcf->deny = ngx_shared_memory_add(cf, &deny,

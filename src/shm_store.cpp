@@ -583,30 +583,30 @@ void ngx_http_rl_shm_usage(ngx_http_rl_zone_t *z, size_t *used,
 
 void ngx_http_rl_shm_check(ngx_conf_t *cf,
                            ngx_http_rl_main_conf_t *rmcf) noexcept {
-    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-        ngx_http_rl_rule_t *rule = rules[i];
-        ngx_http_rl_zone_t *z = rule->zone;
-        if (z->shm_zone == nullptr) {
-            continue;
+    /* each state once: a name's states are apart from every other's */
+    auto *names = static_cast<ngx_http_rl_name_t *>(rmcf->names.elts);
+    for (ngx_uint_t i = 0; i < rmcf->names.nelts; i++) {
+        for (ngx_uint_t k = 0; k < names[i].nstates; k++) {
+            ngx_http_rl_rule_t *rule = names[i].states[k];
+            ngx_http_rl_zone_t *z = rule->zone;
+            if (z->shm_zone == nullptr) {
+                continue;
+            }
+            size_t bytes = nodeBytes(rl::logSlots(paramsOf(rule)),
+                                     kTypicalKey);
+            size_t states = rl::statesThatFit(z->size, bytes,
+                                              ngx_pagesize);
+            if (states >= kFewStates) {
+                continue;
+            }
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "rl_zone \"%V\" size=%uz holds about %uz states "
+                          "of rule \"%V\" (%uz bytes each): fewer than %uz "
+                          "keys can be limited at once, a larger \"size\" "
+                          "holds more, in %s:%ui", &z->name, z->size,
+                          states, &rule->name, bytes, kFewStates,
+                          rule->file, rule->line);
         }
-        bool seen = false;
-        for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = rules[j]->zone == z &&
-                   ngx_memcmp(rules[j]->id, rule->id, RL_RULE_ID_LEN) == 0;
-        }
-        size_t bytes = nodeBytes(rl::logSlots(paramsOf(rule)), kTypicalKey);
-        size_t states = rl::statesThatFit(z->size, bytes, ngx_pagesize);
-        if (seen || states >= kFewStates) {
-            continue;
-        }
-        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
-                      "rl_zone \"%V\" size=%uz holds about %uz states of "
-                      "rule \"%V\" (%uz bytes each): fewer than %uz keys "
-                      "can be limited at once, a larger \"size\" holds "
-                      "more, in %s:%ui", &z->name, z->size, states,
-                      &rule->name, bytes, kFewStates, rule->file,
-                      rule->line);
     }
 }
 

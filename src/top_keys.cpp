@@ -10,6 +10,8 @@
 
 #include "ngx.hpp"
 
+#include <algorithm>
+
 #include "core/top_keys.hpp"
 
 namespace {
@@ -45,17 +47,77 @@ bool labelled(const Labeled &l, const ngx_http_rl_rule_t *rule) {
            ngx_memcmp(l.rule, rule->name.data, l.ruleLen) == 0;
 }
 
-ngx_uint_t names(ngx_http_rl_main_conf_t *rmcf) {
-    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    ngx_uint_t n = 0;
-    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-        bool seen = false;
-        for (ngx_uint_t j = 0; j < i && !seen; j++) {
-            seen = ngx_http_rl_same_name(rules[j], rules[i]);
-        }
-        n += seen ? 0 : 1;
+/* Orders names by their zone's name, then their own (the labels). */
+int compareLabels(const u_char *az, size_t azl, const u_char *ar, size_t arl,
+                  const ngx_http_rl_rule_t *b) {
+    auto cmp = [](const u_char *x, size_t xl, const ngx_str_t &y) {
+        size_t n = xl < y.len ? xl : y.len;
+        int c = n > 0 ? ngx_memcmp(x, y.data, n) : 0;
+        return c != 0 ? c : xl < y.len ? -1 : xl > y.len ? 1 : 0;
+    };
+    int c = cmp(az, azl, b->zone->name);
+    return c != 0 ? c : cmp(ar, arl, b->name);
+}
+
+/* Each name of the configuration takes its list: the one it had (a
+ * reload: found by its labels), else one no name of this configuration
+ * has, in time linear in the table and the names (names sorted once,
+ * each list's labels looked up among them). */
+bool claim(Table *t, ngx_uint_t gen, ngx_slab_pool_t *pool,
+           ngx_http_rl_main_conf_t *rmcf, ngx_log_t *log) {
+    auto *names = static_cast<ngx_http_rl_name_t *>(rmcf->names.elts);
+    ngx_uint_t n = rmcf->names.nelts;
+    auto **sorted = static_cast<ngx_http_rl_name_t **>(
+        ngx_alloc((n + 1) * sizeof(ngx_http_rl_name_t *), log));
+    if (sorted == nullptr) {
+        return false;
     }
-    return n;
+    for (ngx_uint_t i = 0; i < n; i++) {
+        sorted[i] = &names[i];
+    }
+    std::sort(sorted, sorted + n,
+              [](const ngx_http_rl_name_t *a, const ngx_http_rl_name_t *b) {
+                  const ngx_http_rl_rule_t *r = a->first;
+                  return compareLabels(r->zone->name.data, r->zone->name.len,
+                                       r->name.data, r->name.len,
+                                       b->first) < 0;
+              });
+    for (ngx_uint_t k = 0; k < t->capacity; k++) {
+        Labeled &l = t->entries[k];
+        if (l.generation == 0) {
+            continue;
+        }
+        auto **at = std::lower_bound(
+            sorted, sorted + n, &l,
+            [](const ngx_http_rl_name_t *a, const Labeled *b) {
+                const ngx_http_rl_rule_t *r = a->first;
+                return compareLabels(b->zone, b->zoneLen, b->rule,
+                                     b->ruleLen, r) > 0;
+            });
+        if (at != sorted + n && labelled(l, (*at)->first)) {
+            l.generation = gen;
+            (*at)->top = &l;
+        }
+    }
+    ngx_free(sorted);
+    ngx_uint_t next = 0;
+    for (ngx_uint_t i = 0; i < n; i++) {
+        ngx_http_rl_rule_t *rule = names[i].first;
+        while (names[i].top == nullptr && next < t->capacity) {
+            Labeled &l = t->entries[next++];
+            if (l.generation < gen) {
+                l.generation = gen;
+                l.pool = pool;
+                l.zoneLen = static_cast<uint8_t>(rule->zone->name.len);
+                l.ruleLen = static_cast<uint8_t>(rule->name.len);
+                ngx_memcpy(l.zone, rule->zone->name.data, l.zoneLen);
+                ngx_memcpy(l.rule, rule->name.data, l.ruleLen);
+                rl::top::init(&l.sketch);
+                names[i].top = &l;
+            }
+        }
+    }
+    return true;
 }
 
 int64_t epochNow() {
@@ -72,7 +134,7 @@ extern "C" {
 
 size_t ngx_http_rl_top_size(ngx_http_rl_main_conf_t *rmcf) noexcept {
     size_t table = offsetof(Table, entries) +
-                   capacityFor(names(rmcf)) * sizeof(Labeled);
+                   capacityFor(rmcf->names.nelts) * sizeof(Labeled);
     /* the slab pool's own pages and descriptors */
     return table + table / 32 + 64 * 1024;
 }
@@ -86,7 +148,7 @@ ngx_int_t ngx_http_rl_top_init_zone(ngx_shm_zone_t *shm_zone,
     if (shm_zone->shm.exists || data != nullptr) {
         t = static_cast<Table *>(pool->data);
     } else {
-        ngx_uint_t cap = capacityFor(names(rmcf));
+        ngx_uint_t cap = capacityFor(rmcf->names.nelts);
         t = static_cast<Table *>(ngx_slab_alloc(
             pool, offsetof(Table, entries) + cap * sizeof(Labeled)));
         if (t == nullptr) {
@@ -106,40 +168,13 @@ ngx_int_t ngx_http_rl_top_init_zone(ngx_shm_zone_t *shm_zone,
      * exist: the lists of names kept find their sketch again, new names
      * take one no name of this configuration has. */
     ngx_uint_t gen = ++t->generation;
+    if (!claim(t, gen, pool, rmcf, shm_zone->shm.log)) {
+        return NGX_ERROR;
+    }
+    /* every rule of a name: its list */
     auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    for (ngx_uint_t pass = 0; pass < 2; pass++) {
-        for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-            ngx_http_rl_rule_t *rule = rules[i];
-            if (rule->top != nullptr) {
-                continue;
-            }
-            for (ngx_uint_t k = 0; k < t->capacity; k++) {
-                Labeled &l = t->entries[k];
-                if (pass == 0 && l.generation > 0 && labelled(l, rule)) {
-                    l.generation = gen;
-                    rule->top = &l;
-                    break;
-                }
-                if (pass == 1 && l.generation < gen) {
-                    l.generation = gen;
-                    l.pool = pool;
-                    l.zoneLen = static_cast<uint8_t>(rule->zone->name.len);
-                    l.ruleLen = static_cast<uint8_t>(rule->name.len);
-                    ngx_memcpy(l.zone, rule->zone->name.data, l.zoneLen);
-                    ngx_memcpy(l.rule, rule->name.data, l.ruleLen);
-                    rl::top::init(&l.sketch);
-                    rule->top = &l;
-                    break;
-                }
-            }
-            /* rules of that zone and name after it: the same list */
-            for (ngx_uint_t j = i + 1; j < rmcf->rules.nelts; j++) {
-                if (rule->top != nullptr && rules[j]->top == nullptr &&
-                    labelled(*static_cast<Labeled *>(rule->top), rules[j])) {
-                    rules[j]->top = rule->top;
-                }
-            }
-        }
+    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
+        rules[i]->top = rules[i]->named->top;
     }
     return NGX_OK;
 }
