@@ -29,6 +29,7 @@
 #include "core/override_text.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
+#include "core/state_read.hpp"
 #include "core/state_key.hpp"
 #include "redis_link.hpp"
 #include "shm_marks.hpp"
@@ -50,19 +51,43 @@ struct Call {
     Ask ask;
 };
 
-/* A command's arguments, kept to send it again (NOSCRIPT). */
+/* A command's arguments, in the request's pool, kept to send it again
+ * (NOSCRIPT); sized for what it carries (a rule name may have any
+ * number of states). */
 struct Args {
-    static constexpr int kMax = 4 + 3 * RL_MAX_RULES;
-    const char *argv[kMax];
-    size_t len[kMax];
-    int argc = 0;
+    const char **argv;
+    size_t *len;
+    int argc;
+    int cap;
+    bool full;      /* a push found no room: never sent */
 
     void push(const void *p, size_t n) {
+        if (argc == cap) {
+            full = true;
+            return;
+        }
         argv[argc] = static_cast<const char *>(p);
         len[argc++] = n;
     }
     void push(std::string_view s) { push(s.data(), s.size()); }
 };
+
+Args *makeArgs(ngx_pool_t *pool, size_t cap) {
+    auto *a = static_cast<Args *>(ngx_palloc(pool, sizeof(Args)));
+    if (a == nullptr) {
+        return nullptr;
+    }
+    a->argv = static_cast<const char **>(
+        ngx_palloc(pool, cap * sizeof(const char *)));
+    a->len = static_cast<size_t *>(ngx_palloc(pool, cap * sizeof(size_t)));
+    if (a->argv == nullptr || a->len == nullptr) {
+        return nullptr;
+    }
+    a->argc = 0;
+    a->cap = static_cast<int>(cap);
+    a->full = false;
+    return a;
+}
 
 /* A key's read or write, in the request's pool. */
 struct Operation {
@@ -80,7 +105,7 @@ struct Operation {
     bool retried;
     /* what came back */
     const char *failure;        /* NULL, or why the store could not */
-    rl_outcome_t outcomes[RL_MAX_RULES];
+    rl_outcome_t *outcomes;     /* per state of the name (set.n) */
     int allowed;
     int64_t markKind;           /* lua/api.lua read: 0, 1 block, 2 over */
     ngx_str_t markText;
@@ -389,6 +414,9 @@ void onTimer(ngx_event_t *ev) noexcept {
 }
 
 bool sendOn(Link *link, Operation *op, Ask ask, Args &a) {
+    if (a.full) {
+        return false;
+    }
     auto *c = static_cast<Call *>(ngx_alloc(sizeof(Call),
                                             op->r->connection->log));
     if (c == nullptr) {
@@ -409,13 +437,13 @@ bool sendOn(Link *link, Operation *op, Ask ask, Args &a) {
 Args *stateArgs(Operation *op, bool eval) {
     ngx_pool_t *pool = op->r->pool;
     size_t n = op->set.n;
-    auto *a = static_cast<Args *>(ngx_palloc(pool, sizeof(Args)));
-    auto *head = static_cast<u_char *>(ngx_pnalloc(pool, requestBytes(n)));
+    Args *a = makeArgs(pool, 4 + 3 * n);
+    auto *head = static_cast<u_char *>(ngx_pnalloc(pool,
+                                                   stateReadHeadBytes(n)));
     auto *nkeys = static_cast<u_char *>(ngx_pnalloc(pool, NGX_INT64_LEN));
     if (a == nullptr || head == nullptr || nkeys == nullptr) {
         return nullptr;
     }
-    a->argc = 0;
     a->push(eval ? "EVAL" : "EVALSHA", eval ? 4 : 7);
     a->push(eval ? scriptText() : scriptSha());
     auto count = static_cast<int64_t>(2 * n);   /* keys, block keys */
@@ -437,10 +465,7 @@ Args *stateArgs(Operation *op, bool eval) {
         /* each key's block key: its first bytes */
         a->push(a->argv[3 + k], blockKeyLength(a->len[3 + k]));
     }
-    u_char *p = requestHead(head, n, 0);
-    for (size_t k = 0; k < n; k++) {
-        p = ruleRecord(p, k + 1, k + 1, 0);
-    }
+    u_char *p = stateReadHead(head, n);
     a->push(head, static_cast<size_t>(p - head));
     for (size_t k = 0; k < n; k++) {
         a->push(viewOf(op->set.rules[k]->spec));
@@ -450,11 +475,10 @@ Args *stateArgs(Operation *op, bool eval) {
 
 /* lua/api.lua: EVAL text 1 PREFIX{VALUE} op args... */
 Args *apiArgs(Operation *op, std::string_view what) {
-    auto *a = static_cast<Args *>(ngx_palloc(op->r->pool, sizeof(Args)));
+    Args *a = makeArgs(op->r->pool, 8);
     if (a == nullptr) {
         return nullptr;
     }
-    a->argc = 0;
     a->push("EVAL", 4);
     a->push(apiScriptText());
     a->push("1", 1);
@@ -495,11 +519,10 @@ bool start(Operation *op, Link *link) {
         if (op->state == nullptr) {
             return false;
         }
-        a = static_cast<Args *>(ngx_palloc(pool, sizeof(Args)));
+        a = makeArgs(pool, 1 + op->set.n);
         if (a == nullptr) {
             return false;
         }
-        a->argc = 0;
         a->push("DEL", 3);
         for (size_t k = 0; k < op->set.n; k++) {
             a->push(op->state->argv[3 + k], op->state->len[3 + k]);
@@ -542,34 +565,17 @@ bool start(Operation *op, Link *link) {
  * override gave. */
 void readState(Operation *op, const redisReply *reply) {
     size_t n = op->set.n;
-    size_t want = kClockBytes + replyBytes(n);
-    if (replyClock(reply) <= 0 || reply->len < want ||
-        !validTrailer(reply->str + want, reply->len - want, n)) {
-        op->failure = "Redis sent no reply of the script's";
-        return;
-    }
-    size_t at = kClockBytes;
-    redisReply slice;
-    const redisReply *part = replyPart(reply, &at, n, &slice);
-    RuleAsked asked[kMaxRulesPerCall];
-    RuleOutcome out[kMaxRulesPerCall];
-    for (size_t k = 0; k < n; k++) {
-        asked[k] = {0, false};
-    }
+    auto *out = static_cast<RuleOutcome *>(
+        ngx_palloc(op->r->pool, n * sizeof(RuleOutcome)));
     bool allowed = false;
-    if (decodeReply(part, n, asked, &allowed, out) != ReplyStatus::Ok) {
+    if (out == nullptr || !decodeStateRead(reply, n, out, &allowed)) {
         op->failure = "Redis sent no reply of the script's";
         return;
     }
-    int64_t limits[kMaxRulesPerCall] = {};
-    int64_t grant = 0;
-    size_t next = 0;
-    trailerFor(reply->str + want, reply->len - want, &next, 0, n, limits,
-               &grant);
     op->allowed = allowed ? 1 : 0;
     for (size_t k = 0; k < n; k++) {
         op->outcomes[k] = {out[k].remaining, out[k].resetMs, out[k].retryMs,
-                           out[k].delayMs, out[k].retryUs, limits[k]};
+                           out[k].delayMs, out[k].retryUs, out[k].limit};
     }
 }
 
@@ -675,6 +681,11 @@ ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
     op->route = route;
     op->method = method;
     op->change = change;
+    op->outcomes = static_cast<rl_outcome_t *>(
+        ngx_pcalloc(r->pool, (set.n + 1) * sizeof(rl_outcome_t)));
+    if (op->outcomes == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
     ngx_http_rl_zone_t *z = zoneOf(op);
 
     if (ngx_http_rl_embedded(z)) {

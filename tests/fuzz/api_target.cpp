@@ -4,15 +4,23 @@
  * was given, a key value of 1 to 4096 bytes where a route has one, a
  * rule name of 1 to 120 bytes, n= from 1 to 100; a refusal is a 400 or
  * a 404 with a code; a body parsed has at most 8 members, and each of
- * its strings, written as JSON again, reads back the same. */
+ * its strings, written as JSON again, reads back the same. And a key's
+ * state read in every state of a name, of 1 to 512 states (more than a
+ * record holds: src/core/state_read.hpp): its head has a record per 64
+ * states; a reply of any bytes decodes or is refused, never read past;
+ * a reply the script would send decodes to its figures. */
 #include "fuzz.hpp"
 
 #include "core/api_path.hpp"
 #include "core/json.hpp"
+#include "core/state_read.hpp"
+
+#include <hiredis/hiredis.h>
 
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rl::fuzz {
 
@@ -88,12 +96,59 @@ void body(Input& in) {
     }
 }
 
+/* A state read of n states: the reply as the script writes it (bit 0
+ * of `how`: figures from the input), or the input's bytes as they are. */
+void stateRead(Input& in, uint8_t how) {
+    size_t n = 1 + (in.byte() | size_t(in.byte()) << 8) % 512;
+    std::string head(stateReadHeadBytes(n), '\0');
+    auto* h = reinterpret_cast<unsigned char*>(head.data());
+    FUZZ_CHECK(stateReadHead(h, n) == h + head.size());
+    FUZZ_CHECK(head.size() == stateReadRecords(n) * requestBytes(0) +
+                                  24 * n);
+    std::string bytes;
+    std::vector<double> left(n);
+    bool admits = true;
+    if (how & 1) {
+        unsigned char d[8];
+        bytes.append(reinterpret_cast<char*>(d),
+                     putDouble(d, 1.7e15) - d);
+        for (size_t k = 0; k < n; k++) {
+            left[k] = in.byte() % 8;
+            double verdict = in.byte() % 4 == 0 ? 1000.0 : 0.0;
+            admits = admits && verdict <= 0;
+            for (double v : {left[k], 1e6, verdict}) {
+                bytes.append(reinterpret_cast<char*>(d), putDouble(d, v) - d);
+            }
+        }
+    } else {
+        size_t len;
+        const char* rest = in.rest(&len);
+        bytes.assign(rest, len);
+    }
+    redisReply reply{};
+    reply.type = REDIS_REPLY_STRING;
+    reply.str = bytes.data();
+    reply.len = bytes.size();
+    std::vector<RuleOutcome> out(n);
+    bool allowed = false;
+    bool ok = decodeStateRead(&reply, n, out.data(), &allowed);
+    if (how & 1) {
+        FUZZ_CHECK(ok && allowed == admits);
+        for (size_t k = 0; k < n; k++) {
+            FUZZ_CHECK(out[k].remaining == static_cast<int64_t>(left[k]) &&
+                       out[k].limit == 0);
+        }
+    }
+}
+
 }  // namespace
 
 void api(const uint8_t* data, size_t size) {
     Input in(data, size);
     uint8_t mode = in.byte();
-    if (mode & 0x80) {
+    if ((mode & 0xc0) == 0xc0) {
+        stateRead(in, mode);
+    } else if (mode & 0x80) {
         body(in);
     } else {
         path(in, (mode & 1) != 0);

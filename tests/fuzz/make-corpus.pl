@@ -99,8 +99,11 @@ $seeds{state_key} = {
 };
 
 # ------------------------------------------------------------------ api
-# a byte (bit 7: a write's body; bit 0: the path decoded by nginx), then
-# the path and query below the location, or the body
+# a byte (bits 7 and 6: a key's state read, bit 0 its reply as the
+# script writes it; bit 7 alone: a write's body; bit 0: the path decoded
+# by nginx), then the path and query below the location, or the body;
+# or a state read's count of states less 1 (two bytes, little-endian)
+# then its figures (two bytes a state) or its reply's bytes
 $seeds{api} = {
     'page'        => "\x00/",
     'rules'       => "\x00/1/rules",
@@ -117,6 +120,9 @@ $seeds{api} = {
     'body-nested' => "\x80" . '{"a": {"b": 1}}',
     'body-escape' => "\x80" . '{"a": "\x01"}',
     'body-utf8'   => "\x80" . "{\"a\": \"\xc3\xa9\xff\"}",
+    'states-70'   => "\xc1\x45\x00" . ("\x03\x01" x 69) . "\x00\x00",
+    'states-raw'  => "\xc0\x45\x00" . d(1.7e15, (5, 1e6, 0) x 70),
+    'states-short'=> "\xc0\x45\x00" . d(1.7e15, (5, 1e6, 0) x 64),
 };
 
 for my $target (sort keys %seeds) {
