@@ -236,13 +236,16 @@ ngx_int_t top(ngx_http_request_t *r, const RuleSet &set, size_t k) {
 ngx_int_t page(ngx_http_request_t *r) {
     static const char kPage[] = NGX_HTTP_RL_PAGE;
     auto *b = static_cast<ngx_buf_t *>(ngx_calloc_buf(r->pool));
-    /* the page loads nothing from elsewhere, and says so */
+    /* the page loads nothing from elsewhere, and says so; it runs its
+     * own script and style and nothing else (their hashes, made with
+     * the page: no 'unsafe-inline', which would run any script that
+     * found its way in) */
     if (b == nullptr ||
         !header(r, "Content-Security-Policy",
-                "default-src 'none'; script-src 'unsafe-inline'; "
-                "style-src 'unsafe-inline'; connect-src 'self'; "
-                "img-src data:; base-uri 'none'; form-action 'none'; "
-                "frame-ancestors 'none'")) {
+                "default-src 'none'; script-src " NGX_HTTP_RL_PAGE_SCRIPT
+                "; style-src " NGX_HTTP_RL_PAGE_STYLE "; connect-src "
+                "'self'; img-src data:; base-uri 'none'; form-action "
+                "'none'; frame-ancestors 'none'")) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     r->headers_out.status = NGX_HTTP_OK;

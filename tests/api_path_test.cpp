@@ -92,16 +92,18 @@ TEST(ApiPath, KeyValues) {
     p = parse("/1/rules/a/keys/");
     EXPECT_FALSE(p.ok);
     EXPECT_STREQ(p.err.code, "KeyInvalid");
+    /* any length a request line carries */
     EXPECT_TRUE(parse("/1/rules/a/keys/" + std::string(4096, 'x')).ok);
-    p = parse("/1/rules/a/keys/" + std::string(4097, 'x'));
-    EXPECT_FALSE(p.ok);
-    EXPECT_STREQ(p.err.code, "KeyInvalid");
-    /* 4096 bytes once decoded, however long encoded */
+    p = parse("/1/rules/a/keys/" + std::string(20000, 'x'));
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.value.size(), 20000u);
     std::string encoded;
-    for (int i = 0; i < 4096; i++) {
+    for (int i = 0; i < 5000; i++) {
         encoded += "%41";
     }
-    EXPECT_TRUE(parse("/1/rules/a/keys/" + encoded).ok);
+    p = parse("/1/rules/a/keys/" + encoded);
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.value, std::string(5000, 'A'));
     /* an empty VALUE: key= of the query (a NUL byte nginx refuses in a
      * path) */
     p = parse("/1/rules/a/keys//block", "key=a%00b");
@@ -115,6 +117,38 @@ TEST(ApiPath, KeyValues) {
     p = parse("/1/rules/a/keys/v", "key=w");
     ASSERT_TRUE(p.ok);
     EXPECT_EQ(p.req.value, "v");
+}
+
+TEST(ApiPath, KeyValuesInTheQuery) {
+    /* "." and "..": a path segment cannot carry them (a client resolves
+     * them away, %2E too) */
+    Parsed p = parse("/1/rules/a/key", "value=..");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.route, Route::Key);
+    EXPECT_EQ(p.req.value, "..");
+    p = parse("/1/rules/a/key/block", "zone=z&value=%2E");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.route, Route::Block);
+    EXPECT_EQ(p.req.value, ".");
+    EXPECT_EQ(p.req.zone, "z");
+    p = parse("/1/rules/a/key/override", "value=a%2Fb%00c");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.route, Route::Override);
+    EXPECT_EQ(p.req.value, std::string("a/b\0c", 5));
+    p = parse("/1/rules/a/key", "value=" + std::string(9000, 'v'));
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.value.size(), 9000u);
+    /* no value=, an empty one, a bad escape: 400; key= is no value= */
+    for (const char* q : {"", "value=", "value=%4", "key=v"}) {
+        p = parse("/1/rules/a/key", q);
+        EXPECT_FALSE(p.ok) << q;
+        EXPECT_EQ(p.err.status, 400) << q;
+        EXPECT_STREQ(p.err.code, "KeyInvalid") << q;
+    }
+    /* other shapes: 404, as for /keys/ */
+    EXPECT_EQ(parse("/1/rules/a/key/v", "value=x").err.status, 404);
+    EXPECT_EQ(parse("/1/rules/a/key/block/x", "value=x").err.status, 404);
+    EXPECT_EQ(parse("/1/rules/a/key/v").err.status, 404);
 }
 
 TEST(ApiPath, RuleNames) {

@@ -74,8 +74,16 @@ bool segment(Segments& s, size_t i, bool decoded, std::string_view* out) {
     return true;
 }
 
+/* What the query says of the key value: key= (an empty VALUE in the
+ * path) and value= (the /key paths). */
+struct QueryValues {
+    std::string_view key;
+    std::string_view value;
+    bool hasValue = false;
+};
+
 bool parseQuery(char* q, size_t len, bool decoded, Request* out,
-                Error* err) {
+                QueryValues* values, Error* err) {
     size_t i = 0;
     while (i < len) {
         size_t j = i;
@@ -109,12 +117,21 @@ bool parseQuery(char* q, size_t len, bool decoded, Request* out,
                             "keys are listed)");
             }
             out->top = top < kMaxTop ? top : kMaxTop;
-        } else if (key == "key") {
+        } else if (key == "key" || key == "value") {
             if (n < 0) {
                 return fail(err, 400, "KeyInvalid",
-                            "an invalid percent-encoding in key=");
+                            key == "key" ? "an invalid percent-encoding in "
+                                           "key="
+                                         : "an invalid percent-encoding in "
+                                           "value=");
             }
-            out->value = {v, static_cast<size_t>(n)};
+            std::string_view got(v, static_cast<size_t>(n));
+            if (key == "key") {
+                values->key = got;
+            } else {
+                values->value = got;
+                values->hasValue = true;
+            }
         } else if (key == "zone") {
             if (n <= 0 || static_cast<size_t>(n) > kMaxName) {
                 return fail(err, 400, "ArgumentInvalid",
@@ -156,12 +173,10 @@ bool parse(char* path, size_t len, char* query, size_t qlen, bool decoded,
     if (len == 0 || path[0] != '/') {
         return notFound(err);
     }
-    if (!parseQuery(query, qlen, decoded, out, err)) {
+    QueryValues values;
+    if (!parseQuery(query, qlen, decoded, out, &values, err)) {
         return false;
     }
-    /* key= counts only for an empty VALUE (below) */
-    std::string_view inQuery = out->value;
-    out->value = {};
     if (len == 1 || (len == 11 && std::memcmp(path, "/index.html", 11) == 0)) {
         out->route = Route::Page;
         return true;
@@ -200,39 +215,47 @@ bool parse(char* path, size_t len, char* query, size_t qlen, bool decoded,
         out->route = Route::Top;
         return true;
     }
-    if (s.n < 5 || !is(s, 3, "keys")) {
+    /* the key value: /keys/VALUE[/ACTION], or /key[/ACTION]?value= for a
+     * value a path segment cannot carry ("." and "..", which clients
+     * resolve away, encoded or not) */
+    if (s.n < 4) {
         return notFound(err);
     }
-    /* an empty VALUE: the value is key= of the query (nginx refuses a
-     * path with %00, which a binary key value may need) */
-    if (s.len[4] > 0 && !segment(s, 4, decoded, &out->value)) {
-        return fail(err, 400, "KeyInvalid",
-                    "an invalid percent-encoding in the key value");
+    bool inQuery = is(s, 3, "key");
+    if (!inQuery && !is(s, 3, "keys")) {
+        return notFound(err);
     }
-    if (s.len[4] == 0) {
-        out->value = inQuery;
+    size_t action = inQuery ? 4 : 5;
+    if (s.n == action) {
+        out->route = Route::Key;
+    } else if (s.n == action + 1 && is(s, action, "block")) {
+        out->route = Route::Block;
+    } else if (s.n == action + 1 && is(s, action, "override")) {
+        out->route = Route::Override;
+    } else {
+        return notFound(err);
+    }
+    if (inQuery) {
+        if (!values.hasValue) {
+            return fail(err, 400, "KeyInvalid",
+                        "the key value goes in the query: ?value=");
+        }
+        out->value = values.value;
+    } else if (s.len[4] > 0) {
+        if (!segment(s, 4, decoded, &out->value)) {
+            return fail(err, 400, "KeyInvalid",
+                        "an invalid percent-encoding in the key value");
+        }
+    } else {
+        /* an empty VALUE: the value is key= of the query (nginx refuses
+         * a path with %00, which a binary key value may need) */
+        out->value = values.key;
     }
     if (out->value.empty()) {
         return fail(err, 400, "KeyInvalid",
                     "an empty key value: a rule never limits one");
     }
-    if (out->value.size() > kMaxValue) {
-        return fail(err, 400, "KeyInvalid",
-                    "a key value longer than 4096 bytes");
-    }
-    if (s.n == 5) {
-        out->route = Route::Key;
-        return true;
-    }
-    if (s.n == 6 && is(s, 5, "block")) {
-        out->route = Route::Block;
-        return true;
-    }
-    if (s.n == 6 && is(s, 5, "override")) {
-        out->route = Route::Override;
-        return true;
-    }
-    return notFound(err);
+    return true;
 }
 
 bool allows(Route r, Method m) {

@@ -9,12 +9,19 @@
  *   /1/rules/NAME/keys/VALUE             a key's state; DELETE: reset
  *   /1/rules/NAME/keys/VALUE/block       POST, DELETE
  *   /1/rules/NAME/keys/VALUE/override    PUT, DELETE
+ *   /1/rules/NAME/key[/ACTION]?value=VALUE  the same, the value in the
+ *                                        query: for values a path
+ *                                        segment cannot carry ("." and
+ *                                        "..", which clients resolve
+ *                                        away even encoded)
  *
  * and `zone=Z` in the query on any rule path, for a name that more than
  * one zone has; `key=VALUE` in the query for an empty VALUE in the path
- * (a value with a NUL byte: nginx refuses %00 in a path). Segments are cut at '/' before they are percent-decoded,
- * so a name or a value may hold any byte ("5r%2Fm" is the rule named
- * 5r/m). Pure: no nginx, no allocation. */
+ * (a value with a NUL byte: nginx refuses %00 in a path). A value may
+ * have any length a request line can carry. Segments are cut at '/'
+ * before they are percent-decoded, so a name or a value may hold any
+ * byte ("5r%2Fm" is the rule named 5r/m). Pure: no nginx, no
+ * allocation. */
 #pragma once
 
 #include <cstddef>
@@ -46,9 +53,6 @@ struct Error {
 
 inline constexpr size_t kDefaultTop = 10;
 inline constexpr size_t kMaxTop = 100;
-/* The longest key value the API takes, decoded (a URI nginx reads is
- * shorter still, large_client_header_buffers). */
-inline constexpr size_t kMaxValue = 4096;
 /* The longest rule or zone name (NGX_HTTP_RL_MAX_NAME). */
 inline constexpr size_t kMaxName = 120;
 
@@ -57,7 +61,8 @@ struct Request {
     std::string_view name;      /* decoded */
     std::string_view value;     /* decoded: the key value's bytes (an
                                    empty VALUE: the query's key=, for a
-                                   value nginx refuses in a path, %00) */
+                                   value nginx refuses in a path, %00;
+                                   the /key paths: its value=) */
     std::string_view zone;      /* ?zone=, decoded; empty: not given */
     size_t top = kDefaultTop;   /* ?n=, at most kMaxTop */
 };
@@ -65,8 +70,8 @@ struct Request {
 /* Parses `path` (from its first '/', below the location) and `query`
  * (after '?', may be empty), decoding both in place unless `decoded`
  * (nginx decoded them already). False with *err set on an unknown path
- * (404), an invalid percent-encoding, an empty or too long value (400),
- * a bad n= or zone= (400). */
+ * (404), an invalid percent-encoding, an empty value (400), a bad n= or
+ * zone= (400). */
 bool parse(char* path, size_t len, char* query, size_t qlen, bool decoded,
            Request* out, Error* err);
 

@@ -81,6 +81,20 @@ def rule_cells(driver, name):
     return None
 
 
+def options(profile):
+    """Headless Chromium on this closed network, its profile apart."""
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless", "--no-sandbox", "--disable-gpu",
+              "--disable-quic", "--no-first-run",
+              "--disable-background-networking",
+              "--disable-component-update", "--disable-sync",
+              "--disable-dev-shm-usage", "--window-size=1400,1000",
+              "--user-data-dir=" + profile):
+        opts.add_argument(a)
+    return opts
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--page", required=True)
@@ -93,17 +107,8 @@ def main():
     args = ap.parse_args()
 
     profile = tempfile.mkdtemp(prefix="rltest-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for a in ("--headless", "--no-sandbox", "--disable-gpu",
-              "--disable-quic", "--no-first-run",
-              "--disable-background-networking",
-              "--disable-component-update", "--disable-sync",
-              "--disable-dev-shm-usage", "--window-size=1400,1000",
-              "--user-data-dir=" + profile):
-        opts.add_argument(a)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"),
-                              options=opts)
+                              options=options(profile))
     try:
         run(driver, args)
     finally:

@@ -1,0 +1,91 @@
+# Key values a path segment cannot carry (issue 31, 6; SPEC section 8):
+# every /1/rules/NAME/keys/VALUE[/ACTION] has a twin
+# /1/rules/NAME/key[/ACTION]?value=VALUE. "." and ".." (which clients
+# resolve away, encoded or not), a value with '/' or a NUL byte, and one
+# longer than 4,096 bytes (limited by the rule, digested as the rule
+# digests it) are read, blocked, unblocked, overridden and reset, on
+# Redis and on the embedded store.
+
+use lib 't/lib';
+use RlTest;
+use RlTest::Api;
+
+my $r = start_redis();
+my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
+    rl_zone mem;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        large_client_header_buffers 4 32k;
+        add_header X-RL-Status $rl_status always;
+        location /r { rl_rule zone=main key=$http_x_key rate=3r/m name=r;
+                      empty_gif; }
+        location /m { rl_rule zone=mem key=$http_x_key rate=3r/m name=m;
+                      empty_gif; }
+        location /rl/ { rl_api write=on; }
+    }
+CONF
+my $port = $ng->port;
+my $api = RlTest::Api->new($port, '/rl/');
+sub as { code_status(http_get($port, $_[0], 'X-Key' => $_[1])) }
+sub qv { 'value=' . RlTest::Api::enc($_[0]) }
+
+my $long = 'L' x 5000;
+for my $store (['r', 'Redis'], ['m', 'embedded']) {
+    my ($rule, $what) = @$store;
+    for my $value ('.', '..', 'a/b', "\xff\xfe", $long) {
+        my $name = length $value > 20 ? '5000 bytes' : "\"$value\"";
+        $name =~ s/([^ -~])/sprintf("\\x%02x", ord $1)/ge;
+        my @codes = map { as("/$rule", $value) } 1 .. 4;
+        is_deeply(\@codes, [('200 PASSED') x 3, '429 REJECTED'],
+                  "$what: $name is limited") or diag explain \@codes;
+
+        my ($code, $data) = $api->get("1/rules/$rule/key?" . qv($value));
+        is($code, 200, "$what: $name read in the query");
+        is($data->{remaining}, 0, "$what: $name: nothing left");
+
+        ($code) = $api->call('DELETE', "1/rules/$rule/key?" . qv($value));
+        is($code, 204, "$what: $name reset");
+        is(as("/$rule", $value), '200 PASSED', "$what: $name passes again");
+
+        ($code) = $api->call('POST', "1/rules/$rule/key/block?" . qv($value),
+                             { ttl => 60, reason => 'q' });
+        is($code, 201, "$what: $name blocked");
+        is(as("/$rule", $value), '429 REJECTED', "$what: $name rejected");
+        ($code, $data) = $api->get("1/rules/$rule/key?" . qv($value));
+        is($data->{blocked}{reason}, 'q', "$what: $name reads as blocked");
+        ($code) = $api->call('DELETE',
+                             "1/rules/$rule/key/block?" . qv($value));
+        is($code, 204, "$what: $name unblocked");
+
+        ($code) = $api->call('PUT', "1/rules/$rule/key/override?" . qv($value),
+                             { limit => 10 });
+        is($code, 200, "$what: $name overridden");
+        ($code, $data) = $api->get("1/rules/$rule/key?" . qv($value));
+        is($data->{limit}, 10, "$what: $name reads its override");
+        is(as("/$rule", $value), '200 PASSED', "$what: $name passes");
+        ($code) = $api->call('DELETE',
+                             "1/rules/$rule/key/override?" . qv($value));
+        is($code, 204, "$what: the override of $name removed");
+        $api->call('DELETE', "1/rules/$rule/key?" . qv($value));
+    }
+}
+
+# the path form and the query form name one key
+as('/r', 'same') for 1 .. 2;
+is(($api->get('1/rules/r/keys/same'))[1]{remaining}, 1, 'the path form');
+is(($api->get('1/rules/r/key?value=same'))[1]{remaining}, 1,
+   'the query form: the same key');
+
+# errors
+my ($code, $data) = $api->get('1/rules/r/key');
+is_deeply([$code, $data->{error}{code}], [400, 'KeyInvalid'],
+          'no value=: 400');
+($code, $data) = $api->get('1/rules/r/key?value=');
+is_deeply([$code, $data->{error}{code}], [400, 'KeyInvalid'],
+          'an empty value: 400');
+($code, $data) = $api->get('1/rules/r/key/nothing?value=x');
+is_deeply([$code, $data->{error}{code}], [404, 'PathNotFound'],
+          'an unknown action: 404');
+$ng->stop;
+done_testing();
