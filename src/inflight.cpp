@@ -2,10 +2,11 @@
  * inflight.cpp: a worker's part in the in-flight limits (see
  * inflight.hpp): the slot ids of its requests, a hold per request's
  * group of slots while the request runs, their renewal every hold/3
- * (the shortest hold of the configuration's rules), which puts back
- * what Redis lost, and their release when the request ends, in Redis
- * (calls of the worker's own, batched per link: owned_call.hpp) or in
- * this instance's memory (an embedded zone, a failure=local decision).
+ * (the shortest hold of the configuration's rules), and at once on a
+ * link's new connection, which puts back what Redis lost, and their
+ * release when the request ends, in Redis (calls of the worker's own,
+ * batched per link: owned_call.hpp) or in this instance's memory (an
+ * embedded zone, a failure=local decision).
  *
  * A renewal puts its slot back (lua/concurrency.lua), so it must never
  * run after its slot's release: a hold that is leaving is off the live
@@ -341,6 +342,24 @@ void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
         rl::release(w, rl::holdAt(q));
     }
     ngx_http_rl_stores_write(rmcf);
+}
+
+void ngx_http_rl_link_connected(ngx_http_rl_link_t *link) noexcept {
+    ngx_http_rl_main_conf_t *rmcf = rl::cycleConf();
+    rl::Worker *w = rmcf != nullptr ? rl::workerOf(rmcf) : nullptr;
+    if (w == nullptr || w->exiting) {
+        return;
+    }
+    /* Redis may have lost them (a restart, a failover): put back now,
+     * ahead of the decisions this connection takes */
+    for (ngx_queue_t *q = ngx_queue_head(&w->live);
+         q != ngx_queue_sentinel(&w->live); q = ngx_queue_next(q)) {
+        rl::Hold *h = rl::holdAt(q);
+        const ngx_http_rl_group_t &g = h->call.group;
+        if (!h->local && rl::linkOf(rmcf, g.zone, g.slot) == link) {
+            rl::renewHold(w, h);
+        }
+    }
 }
 
 void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
