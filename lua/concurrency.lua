@@ -9,6 +9,13 @@
 --   plus H, renewed while the request runs (renew); released (ZREM)
 --   when the request ends. A slot whose worker died is never renewed:
 --   it expires within H. The key lives until its last slot expires.
+--   A slot Redis lost while its request runs (a restart without
+--   persistence, a failover to a replica without it, FLUSHALL,
+--   eviction, expired while Redis was out of reach) is put back by its
+--   next renewal: the module renews every hold/3, and at once when its
+--   connection is made again. A renewal never follows its slot's
+--   release (src/inflight.cpp): it would put back a slot no request
+--   holds, for H.
 -- check(key, now_us, limit, hold_us, burst, cost, delay, slot)
 --     -> ok, left, reset, retry, delay, the TTL in us, what commit needs:
 --   live   slots not expired at now (score > now)
@@ -25,9 +32,9 @@
 -- commit(key, state, ttl_us): holds the request's slot.
 -- refund(key, then_us, ..., slot): the slot is released (the request
 --   ended, or another zone rejected it).
--- renew(key, now_us, hold_us, slot): the slot, if still held, expires at
---   now + H (never sooner than it did), and the key lives at least as
---   long.
+-- renew(key, now_us, hold_us, slot): the slot expires at now + H (never
+--   sooner than it did; put back if the key no longer holds it), and the
+--   key lives at least as long.
 -- flush(): what the call did to each key, written at its end (the
 --   driver calls it): per key, the expired slots removed and the new
 --   ones added with one command each, its TTL set once; releases one
@@ -114,8 +121,10 @@ function M.flush()
             local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]
             redis.call('PEXPIRE', key, px(tonumber(last) - e.base))
         end
+        -- GT: never sooner; without XX: a slot lost is added back (and
+        -- a key lost made again: PTTL -1, given the hold)
         if e.renew and
-           redis.call('ZADD', key, 'XX', 'GT', 'CH', unpack(e.renew)) > 0 and
+           redis.call('ZADD', key, 'GT', 'CH', unpack(e.renew)) > 0 and
            redis.call('PTTL', key) < px(e.hold) then
             redis.call('PEXPIRE', key, px(e.hold))
         end

@@ -2,10 +2,20 @@
  * inflight.cpp: a worker's part in the in-flight limits (see
  * inflight.hpp): the slot ids of its requests, a hold per request's
  * group of slots while the request runs, their renewal every hold/3
- * (the shortest hold of the configuration's rules) and their release
- * when the request ends, in Redis (calls of the worker's own, batched
- * per link: owned_call.hpp) or in this instance's memory (an embedded
- * zone, a failure=local decision).
+ * (the shortest hold of the configuration's rules), and at once on a
+ * link's new connection, which puts back what Redis lost, and their
+ * release when the request ends, in Redis (calls of the worker's own,
+ * batched per link: owned_call.hpp) or in this instance's memory (an
+ * embedded zone, a failure=local decision).
+ *
+ * A renewal puts its slot back (lua/concurrency.lua), so it must never
+ * run after its slot's release: a hold that is leaving is off the live
+ * list, never renewed; release() detaches a renewal still queued (it
+ * does not leave) or out (its answer is dropped, so it is not sent
+ * again), and the release follows it on its connection; a renewal sent
+ * again (lost script: the same link; MOVED: the link the map now says,
+ * which a release takes too; ASK: the importing node, which a release
+ * reaches after it, by its own ASK) left before the release did.
  */
 
 #include "inflight.hpp"
@@ -36,7 +46,6 @@ struct Worker {
  * (a call of the worker's own) renews and then releases them. */
 struct Hold {
     OwnedCall                call;
-    int64_t                  renewedAt;  /* monotonic us */
     bool                     local;      /* in this instance's memory */
     bool                     counted;    /* in rl_inflight */
     bool                     leaving;    /* released: freed once answered */
@@ -77,7 +86,6 @@ Hold *makeHold(Worker *w, ngx_http_rl_group_t *g, uint64_t mask) {
     }
     h->call.group.held = n < 64 ? (uint64_t(1) << n) - 1 : ~uint64_t(0);
     h->local = decidedHere(g);
-    h->renewedAt = monotonicUs();
     return h;
 }
 
@@ -150,26 +158,32 @@ void armRenewal(Worker *w) {
     }
 }
 
-/* Every tick: the slots of running requests that were not renewed for
- * half a tick expire a hold from now (at most a tick and a half after
- * their last renewal: within the hold's third and a half). */
+/* The running request's slots expire a hold from now, put back where
+ * Redis lost them; not while its renewal is still out, nor once it is
+ * leaving. */
+void renewHold(Worker *w, Hold *h) {
+    if (h->leaving || h->call.group.call != nullptr) {
+        return;
+    }
+    if (h->local) {
+        shmSlots(h, true);
+    } else {
+        (void) sendOwned(w->rmcf, &h->call, CallKind::Renew);
+    }
+}
+
+Hold *holdAt(ngx_queue_t *q) {
+    return reinterpret_cast<Hold *>(ngx_queue_data(q, OwnedCall, queue));
+}
+
+/* Every tick, every running request's slots, however young: each is
+ * renewed within a tick (hold/3) of its decision or its last renewal,
+ * which bounds how long a slot Redis lost stays out. */
 void onRenew(ngx_event_t *ev) noexcept {
     auto *w = static_cast<Worker *>(ev->data);
-    int64_t now = monotonicUs();
     for (ngx_queue_t *q = ngx_queue_head(&w->live);
          q != ngx_queue_sentinel(&w->live); q = ngx_queue_next(q)) {
-        Hold *h = reinterpret_cast<Hold *>(
-            ngx_queue_data(q, OwnedCall, queue));
-        ngx_http_rl_group_t &g = h->call.group;
-        if (now - h->renewedAt < w->tickUs / 2 || g.call != nullptr) {
-            continue;   /* fresh, or its renewal is still out */
-        }
-        h->renewedAt = now;
-        if (h->local) {
-            shmSlots(h, true);
-        } else {
-            (void) sendOwned(w->rmcf, &h->call, CallKind::Renew);
-        }
+        renewHold(w, holdAt(q));
     }
     armRenewal(w);
 }
@@ -177,7 +191,10 @@ void onRenew(ngx_event_t *ev) noexcept {
 void holdDone(ngx_http_rl_group_t *g, int retry) noexcept {
     Hold *h = holdOf(g);
     g->call = nullptr;
-    if (retryOwned(cycleConf(), &h->call, retry)) {
+    /* a renewal goes again only while its request runs (a release
+     * detaches it: its answer does not come here) */
+    bool again = !h->leaving || h->call.kind != CallKind::Renew;
+    if (again && retryOwned(cycleConf(), &h->call, retry)) {
         return;
     }
     if (h->leaving) {
@@ -322,10 +339,27 @@ void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
      * log phase): released now, written before the connections go */
     while (!ngx_queue_empty(&w->live)) {
         ngx_queue_t *q = ngx_queue_head(&w->live);
-        rl::release(w, reinterpret_cast<rl::Hold *>(
-                           ngx_queue_data(q, rl::OwnedCall, queue)));
+        rl::release(w, rl::holdAt(q));
     }
     ngx_http_rl_stores_write(rmcf);
+}
+
+void ngx_http_rl_link_connected(ngx_http_rl_link_t *link) noexcept {
+    ngx_http_rl_main_conf_t *rmcf = rl::cycleConf();
+    rl::Worker *w = rmcf != nullptr ? rl::workerOf(rmcf) : nullptr;
+    if (w == nullptr || w->exiting) {
+        return;
+    }
+    /* Redis may have lost them (a restart, a failover): put back now,
+     * ahead of the decisions this connection takes */
+    for (ngx_queue_t *q = ngx_queue_head(&w->live);
+         q != ngx_queue_sentinel(&w->live); q = ngx_queue_next(q)) {
+        rl::Hold *h = rl::holdAt(q);
+        const ngx_http_rl_group_t &g = h->call.group;
+        if (!h->local && rl::linkOf(rmcf, g.zone, g.slot) == link) {
+            rl::renewHold(w, h);
+        }
+    }
 }
 
 void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) noexcept {

@@ -521,6 +521,11 @@ ngx_int_t ngx_http_rl_inflight_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+/* a link's new connection takes calls (behind its handshake, or with
+ * the handshake done): the slots of running requests it serves are
+ * renewed at once, put back where Redis lost them (a restart, a
+ * failover) */
+void ngx_http_rl_link_connected(ngx_http_rl_link_t *link) RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_charges_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;

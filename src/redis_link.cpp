@@ -243,7 +243,8 @@ void Link::located(const ngx_http_rl_server_t *at, const char *why) {
         return;
     }
     ngx_add_timer(&deadline_, zone_->connect_timeout);
-    if ((!queue_.empty() || !ownedEmpty()) && !flush_.posted) {
+    fresh_ = true;
+    if (!flush_.posted) {
         ngx_post_event(&flush_, &ngx_posted_events);
     }
 }
@@ -534,6 +535,9 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     } else {
         setUp(true);
         recovered();
+        if (fresh_ && !flush_.posted) {
+            ngx_post_event(&flush_, &ngx_posted_events);
+        }
     }
     locator_->ready(this);
 }
@@ -773,10 +777,19 @@ Call *Link::queue(ngx_http_rl_group_t *group, CallKind kind) {
  * Redis in the same turn: its figures then read as in exact mode). A
  * release never overtakes the decision that took its slot: that one
  * left in an earlier turn, or, still queued when its request went, it
- * does not leave at all. */
+ * does not leave at all. On a new connection, once it takes calls (its
+ * handshake under way, or done if an incident was open), the slots of
+ * the worker's running requests go first: put back, if Redis lost them
+ * (a restart, a failover), ahead of the decisions queued meanwhile. */
 void Link::flush() {
+    if (fresh_ && ac_ != nullptr && usable()) {
+        fresh_ = false;
+        ngx_http_rl_link_connected(
+            reinterpret_cast<ngx_http_rl_link_t *>(this));
+    }
     if (flush_.posted) {
-        ngx_delete_posted_event(&flush_);   /* (worker exit: writeNow) */
+        /* (posted again by the renewals above; worker exit: writeNow) */
+        ngx_delete_posted_event(&flush_);
     }
     if (locating_) {
         return;     /* they leave once the server is located */

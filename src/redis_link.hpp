@@ -241,6 +241,8 @@ private:
     bool locating_ = false;     /* the locator is asked where to go */
     bool roleRefused_ = false;  /* ROLE refused (an ACL), logged */
     bool lost_ = false;         /* a call died with its connection */
+    bool fresh_ = false;        /* a new connection, the worker's slots
+                                   not sent on it yet (flush()) */
     bool probing_ = false;      /* a PING is out (probe()) */
     bool probeWrites_ = false;  /* it is the probe that writes */
     bool refused_ = false;      /* the server refuses every call: an

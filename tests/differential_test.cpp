@@ -267,10 +267,12 @@ protected:
 
     /* One of the module's own calls (a release, a renewal, a charge of
      * each rule's units) through both, at `then`: Redis' reply must be
-     * 1; a charge above 0 sets the TTL idleAtUs() says. */
+     * 1; a charge above 0 sets the TTL idleAtUs() says. `ttls`: the TTL
+     * the script set on each rule's key (-1: none). */
     void ownBoth(std::vector<Twin>& rules, rl::CallKind kind,
                  const std::vector<int64_t>& units, int64_t then,
-                 const std::string& where) {
+                 const std::string& where,
+                 std::vector<long long>* ttls = nullptr) {
         std::vector<Rule> lua;
         for (size_t i = 0; i < rules.size(); i++) {
             Twin& t = rules[i];
@@ -293,6 +295,9 @@ protected:
             << where << ": the script failed: "
             << (all != nullptr && all->str != nullptr ? all->str : "?");
         ASSERT_EQ(all->element[0]->type, REDIS_REPLY_INTEGER) << where;
+        for (size_t i = 0; ttls != nullptr && i < rules.size(); i++) {
+            ttls->push_back(all->element[2 + 3 * i]->integer);
+        }
         for (size_t i = 0; kind == rl::CallKind::Charge &&
                            i < rules.size(); i++) {
             if (units[i] <= 0) {
@@ -541,7 +546,9 @@ namespace {
 /* concurrency=3 hold=20 s, stacked with a fixed_window and alone: slots
  * taken, released, renewed and left to expire, the clock now and then
  * going back; the same decisions, figures and TTLs, and the same slots
- * (ids and expiries) on both sides after every step. */
+ * (ids and expiries) on both sides after every step. A slot whose hold
+ * passed unrenewed is left to expire (its worker died): renewed, it
+ * would be put back, which the ring does only where it has room. */
 TEST_F(Differential, ConcurrencySlots) {
     const int64_t sec = static_cast<int64_t>(kSec);
     const int64_t hold = 20 * sec;
@@ -556,8 +563,10 @@ TEST_F(Differential, ConcurrencySlots) {
         std::mt19937_64 rng(stacked ? 77 : 76);
         int64_t t = static_cast<int64_t>(windowStart(kDay)) + 5;
         std::vector<uint64_t> held;
+        std::map<uint64_t, int64_t> ends;   /* a held slot's expiry */
         uint64_t next = 0x1234567800000000ULL;
         int rejected = 0, expired = 0;
+        int64_t latest = t;
         for (int i = 0; i < 300; i++) {
             std::string where = (stacked ? "stacked " : "") +
                                 std::string("step ") + std::to_string(i);
@@ -570,6 +579,13 @@ TEST_F(Differential, ConcurrencySlots) {
                 t -= static_cast<int64_t>(rng() % 3) * sec;
             } else {
                 t += static_cast<int64_t>(rng() % 4) * sec;
+            }
+            latest = std::max(latest, t);
+            for (size_t k = held.size(); k-- > 0;) {
+                if (ends[held[k]] <= latest) {  /* a decision may drop it */
+                    expired++;
+                    held.erase(held.begin() + static_cast<long>(k));
+                }
             }
             if (!held.empty() && r % 4 == 0) {
                 size_t k = rng() % held.size();
@@ -590,6 +606,7 @@ TEST_F(Differential, ConcurrencySlots) {
                 ownBoth(slot, rl::CallKind::Renew, {}, t, where);
                 rules[0].s = slot[0].s;
                 rules[0].log = slot[0].log;
+                ends[held[k]] = std::max(ends[held[k]], t + hold);
             }
             ASSERT_FALSE(HasFatalFailure());
             next++;
@@ -600,6 +617,7 @@ TEST_F(Differential, ConcurrencySlots) {
             ASSERT_GE(d, 0);
             if (d == 1) {
                 held.push_back(next);
+                ends[next] = t + hold;
             } else {
                 rejected++;
             }
@@ -608,6 +626,45 @@ TEST_F(Differential, ConcurrencySlots) {
         EXPECT_GT(rejected, 30);
         EXPECT_GT(expired, 3);
     }
+}
+
+/* Two slots of concurrency=3 lost while their requests run (the key gone
+ * from Redis, the state from memory): their renewals put them back, a
+ * hold from the renewal, the key expiring with them; the decisions after
+ * count them. */
+TEST_F(Differential, ConcurrencyPutBack) {
+    const int64_t sec = static_cast<int64_t>(kSec);
+    const int64_t hold = 20 * sec;
+    std::vector<Twin> rules = {twin("lost", Algorithm::Concurrency, 3,
+                                    static_cast<uint64_t>(hold))};
+    int64_t t = static_cast<int64_t>(windowStart(kDay)) + 5;
+    auto take = [&](uint64_t id, int64_t at) {
+        rules[0].p.slotId = id;
+        rules[0].rule.slot = id;
+        return step(rules, {1}, at, "slot " + std::to_string(id));
+    };
+    ASSERT_EQ(take(1, t), 1);
+    ASSERT_EQ(take(2, t + sec), 1);
+    command({"DEL", rules[0].rule.key});
+    rules[0].s = {};
+    for (uint64_t id : {1, 2}) {
+        rules[0].p.slotId = id;
+        rules[0].rule.slot = id;
+        std::vector<long long> ttl;
+        ownBoth(rules, rl::CallKind::Renew, {}, t + 3 * sec, "put back",
+                &ttl);
+        /* the key made again expires when its slots do */
+        int64_t idle = rl::idleAtUs(rules[0].p, rules[0].s,
+                                    rules[0].log.data(), t + 3 * sec);
+        EXPECT_EQ(idle, t + 3 * sec + hold);
+        ASSERT_EQ(ttl.size(), 1u);
+        EXPECT_EQ(ttl[0], rl::msCeil(hold) + 1) << id;
+    }
+    ASSERT_NO_FATAL_FAILURE(sameSlots(rules[0], "put back"));
+    EXPECT_EQ(rules[0].s.a, 4);
+    EXPECT_EQ(take(3, t + 4 * sec), 1);
+    EXPECT_EQ(take(4, t + 4 * sec), 0) << "the 2 put back count";
+    ASSERT_NO_FATAL_FAILURE(sameSlots(rules[0], "after"));
 }
 
 /* Charges (charge=) between decisions on every algorithm that takes

@@ -128,15 +128,38 @@ TEST(Concurrency, UnrenewedSlotsExpireWithinTheHold) {
     EXPECT_EQ(f.idleAt(), kT0 + 12 * kSec + 2 * hold);
 }
 
-TEST(Concurrency, RenewalNeverShortensNorRevivesAReleasedSlot) {
+TEST(Concurrency, RenewalNeverShortensAndPutsBackALostSlot) {
     Inflight f(3, 10 * kSec);
     EXPECT_TRUE(f.take(1, kT0 + 5 * kSec));
     f.renew(1, kT0);    /* a renewal from an earlier time: no sooner */
     EXPECT_EQ(f.idleAt(), kT0 + 15 * kSec);
     f.release(1);
-    f.renew(1, kT0 + 6 * kSec);     /* late: the request ended */
     EXPECT_EQ(f.held(), 0);
-    EXPECT_EQ(f.idleAt(), 0);
+    /* its request still runs (the module never renews a slot after its
+     * release): a slot lost is put back, a hold from the renewal */
+    f.renew(1, kT0 + 6 * kSec);
+    EXPECT_EQ(f.held(), 1);
+    EXPECT_EQ(f.idleAt(), kT0 + 16 * kSec);
+    EXPECT_TRUE(f.take(2, kT0 + 7 * kSec));
+    EXPECT_TRUE(f.take(3, kT0 + 7 * kSec));
+    EXPECT_FALSE(f.check(kT0 + 7 * kSec).ok);
+}
+
+TEST(Concurrency, APutBackNeedsRoomInTheRing) {
+    /* the embedded store's ring holds N slots: one lost while N others
+     * were taken is not put back until one of them goes */
+    const int64_t hold = 10 * kSec;
+    Inflight f(2, hold);
+    EXPECT_TRUE(f.take(1, kT0));
+    EXPECT_TRUE(f.take(2, kT0 + hold));     /* slot 1 expired, removed */
+    EXPECT_TRUE(f.take(3, kT0 + hold));
+    f.renew(1, kT0 + hold + 1);
+    EXPECT_EQ(f.held(), 2);
+    f.release(3);
+    f.renew(1, kT0 + hold + 2);
+    EXPECT_EQ(f.held(), 2);
+    EXPECT_FALSE(f.check(kT0 + hold + 3).ok);
+    EXPECT_EQ(f.idleAt(), kT0 + 2 * hold + 2);
 }
 
 TEST(Concurrency, DecideStacksWithARateRule) {

@@ -1308,6 +1308,39 @@ TEST_F(LuaScript, ConcurrencyBatchOnOneKey) {
     EXPECT_GE(held[3] - static_cast<long long>(hold), after);
 }
 
+/* Slots Redis lost while their requests run (the key gone: a restart
+ * without persistence, FLUSHALL; one member gone): the renewal puts
+ * them back, a hold from its time, and the key expires with them; a
+ * slot held later than the renewal's time keeps its own. */
+TEST_F(LuaScript, ConcurrencyRenewalPutsBackLostSlots) {
+    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    const uint64_t hold = 10 * kSec;
+    uint64_t t = static_cast<uint64_t>(redisTimeUs());
+    decide({inflight("lost", 3, hold, 1)}, t);
+    decide({inflight("lost", 3, hold, 2)}, t);
+    std::string key = inflight("lost", 3, hold, 1).key;
+    command({"FLUSHALL"});
+    refund({inflight("lost", 3, hold, 1), inflight("lost", 3, hold, 2)},
+           t + kSec, rl::CallKind::Renew);
+    auto held = slots(key);
+    ASSERT_EQ(held.size(), 2u);
+    EXPECT_EQ(held[1], static_cast<long long>(t + kSec + hold));
+    EXPECT_EQ(held[2], static_cast<long long>(t + kSec + hold));
+    long long ttl = pttl(key);
+    EXPECT_GT(ttl, 0) << "the key made again expires";
+    EXPECT_LE(ttl, 10001);
+
+    /* one member lost, the other held until later: put back, and kept */
+    command({"ZREM", key, std::string(8, '\0').replace(0, 1, "\x01")});
+    decide({inflight("lost", 3, hold, 3)}, t + 5 * kSec);
+    refund({inflight("lost", 3, hold, 1), inflight("lost", 3, hold, 3)},
+           t + 2 * kSec, rl::CallKind::Renew);
+    held = slots(key);
+    ASSERT_EQ(held.size(), 3u);
+    EXPECT_EQ(held[1], static_cast<long long>(t + 2 * kSec + hold));
+    EXPECT_EQ(held[3], static_cast<long long>(t + 5 * kSec + hold));
+}
+
 /* Requests of one call on one key, their times out of order: the key is
  * counted again at an earlier time (where more slots were still held),
  * never later. A slot expired by one request's time and not by an

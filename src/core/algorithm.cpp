@@ -897,9 +897,16 @@ void renew(const Params& p, State& s, int64_t* log, int64_t nowUs) {
     }
     Slots sl = slotsOf(p, s, log);
     int64_t i = sl.find(p.slotId);
-    if (i >= 0) {   /* never sooner than it was (ZADD XX GT) */
-        log[2 * i] = std::max(log[2 * i],
-                              std::max<int64_t>(nowUs, 0) + i64(p.windowUs));
+    int64_t ends = std::max<int64_t>(nowUs, 0) + i64(p.windowUs);
+    if (i >= 0) {   /* never sooner than it was (ZADD GT) */
+        log[2 * i] = std::max(log[2 * i], ends);
+    } else if (log != nullptr && sl.slots() < i64(p.limit)) {
+        /* lost (expired and removed while its request ran): put back,
+         * where the ring has room (Redis' set has no bound) */
+        log[sl.used] = ends;
+        log[sl.used + 1] = static_cast<int64_t>(p.slotId);
+        s.a = sl.used + 2;
+        s.b = 0;
     }
 }
 

@@ -141,8 +141,9 @@ void refund(const Params& p, State& s, int64_t* log, uint64_t cost,
  * refund() does. Not for sliding_log nor concurrency. */
 void charge(const Params& p, State& s, int64_t units, int64_t nowUs);
 
-/* concurrency: p.slotId, if still held, expires a hold after nowUs (its
- * request still runs). */
+/* concurrency: p.slotId expires a hold after nowUs, never sooner than
+ * it did (its request still runs); a slot no longer held (expired and
+ * removed) is put back, if fewer than N are held. */
 void renew(const Params& p, State& s, int64_t* log, int64_t nowUs);
 
 /* When the state is back to what a fresh one would decide: the Redis
