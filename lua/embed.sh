@@ -64,3 +64,9 @@ printf '    ""\n'
 printf '\n#define NGX_HTTP_RL_API_SCRIPT \\\n'
 escape "$dir/api.lua"
 printf '    ""\n'
+
+# The fleet's script (SPEC section 11: live limits, trials, the audit,
+# the instances' records), sent with EVAL on its own.
+printf '\n#define NGX_HTTP_RL_FLEET_SCRIPT \\\n'
+escape "$dir/fleet.lua"
+printf '    ""\n'

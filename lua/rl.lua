@@ -28,7 +28,8 @@
 --           the request's slot (not a number: the member its key holds);
 --           8 zero bytes name none: a cost of 0 (a read, as the
 --           operator API's)
--- ARGV[2..] the specs of the call's rules, each once: limit N,
+-- ARGV[2..] the specs of the call's rules, each once: limit N (0: a
+--           live limit of 0, which rejects every request; see spec()),
 --           window_us W, burst B, delay D, flags (1: a dry run; 2: B
 --           is N's default, and follows an override of N), the length
 --           of the algorithm's name, packed like ARGV[1], then the
@@ -127,8 +128,18 @@ local function spec(s)
     if alg == nil then
         return redis.error_reply('ERR rl: unknown algorithm ' .. name)
     end
-    if limit < 1 or window < 1 or burst < 0 or delay < 0 then
+    if limit < 0 or window < 1 or burst < 0 or delay < 0 then
         return redis.error_reply('ERR rl: bad arguments in spec ' .. s)
+    end
+    if limit == 0 then
+        -- a live limit of 0 (SPEC section 11): every request rejected,
+        -- nothing counted; retry the window, at most a minute (a
+        -- concurrency rule's 100 ms); a slot taken before is still
+        -- released and renewed (src/core/algorithm.cpp zeroRetryUs)
+        local r = alg.slot and 100000 or math.min(window, 60000000)
+        alg = { check = function() return false, 0, r, r, 0 end,
+                refund = alg.slot and alg.refund or function() end,
+                renew = alg.renew, slot = alg.slot }
     end
     local v = { alg, limit, window, burst, delay, flags % 2 == 1, text }
     SPECS[s] = v

@@ -12,6 +12,7 @@
 
 #include "core/key_text.hpp"
 #include "core/usage.hpp"
+#include "live.hpp"
 #include "ngx_http_rl_page.h"
 
 namespace rl::api {
@@ -132,6 +133,45 @@ Json &seconds(Json &out, uint64_t us) {
     return out;
 }
 
+/* {"limit": N, "until": EPOCH|null, ["reason": "...",] "by": "..."}
+ * (closed: the trial's figures follow) */
+Json &setting(Json &out, const live::Setting &s, bool closed) {
+    out.raw("{\"limit\":").num(s.limit).raw(",\"until\":");
+    if (s.untilMs > 0) {
+        out.num((s.untilMs + 999) / 1000);
+    } else {
+        out.raw("null");
+    }
+    if (closed) {
+        out.raw(",\"reason\":").str(s.reason);
+    }
+    out.raw(",\"by\":").str(s.by);
+    return closed ? out.raw("}") : out;
+}
+
+/* A rule name's live limit and trial, as this instance has them (SPEC
+ * section 11): "limit" in force, "configured", "live", "trial". */
+Json &settings(Json &out, const ngx_http_rl_name_t *name) {
+    const ngx_http_rl_rule_t *rule = name->first;
+    char by[live::kMaxBy], reason[live::kMaxReason];
+    live::Setting l = live::read(name, live::Kind::Limit, by, reason);
+    out.raw(",\"limit\":")
+        .num(l.limit >= 0 ? l.limit : static_cast<int64_t>(rule->limit));
+    if (l.limit >= 0) {
+        setting(out.raw(",\"configured\":")
+                    .num(static_cast<int64_t>(rule->limit))
+                    .raw(",\"live\":"), l, true);
+    }
+    live::Setting t = live::read(name, live::Kind::Trial, by, reason);
+    if (t.limit >= 0) {
+        int64_t passed, rejected;
+        live::trialFigures(name, &passed, &rejected);
+        setting(out.raw(",\"trial\":"), t, false).raw(",\"passed\":")
+            .num(passed).raw(",\"rejected\":").num(rejected).raw("}");
+    }
+    return out;
+}
+
 /* One entry of /1/rules: the first rule of its zone and name. */
 Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
     size_t len;
@@ -140,8 +180,8 @@ Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
     const ngx_http_rl_rule_stats_t *s = rule->stats;
     out.raw("{\"name\":").str(viewOf(rule->name))
         .raw(",\"zone\":").str(viewOf(rule->zone->name))
-        .raw(",\"algorithm\":").str({alg, len})
-        .raw(",\"limit\":").num(static_cast<int64_t>(rule->limit));
+        .raw(",\"algorithm\":").str({alg, len});
+    settings(out, rule->named);
     if (rule->algorithm == RL_ALGORITHM_CONCURRENCY) {
         /* requests in flight: no window; its slots' hold= */
         seconds(out.raw(",\"window\":null,\"hold\":"), rule->window_us);
@@ -208,14 +248,18 @@ bool findRules(ngx_http_request_t *r, const Request &req, RuleSet *set,
     return true;
 }
 
-/* GET /1/rules/NAME/top: the keys this instance rejected most lately. */
-ngx_int_t top(ngx_http_request_t *r, const RuleSet &set, size_t k) {
+/* GET /1/rules/NAME/top: the keys this instance rejected most lately
+ * (its trial's, ?trial=1). */
+ngx_int_t top(ngx_http_request_t *r, const RuleSet &set, size_t k,
+              bool trial) {
     auto *entries = static_cast<top::Entry *>(
         ngx_palloc(r->pool, top::kListMax * sizeof(top::Entry)));
     if (entries == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    size_t n = topKeys(set.first, entries);
+    /* ?trial=1: the keys the rule's trial would have rejected */
+    size_t n = trial ? live::trialTop(set.first->named, entries)
+                     : topKeys(set.first, entries);
     Json out(r->pool);
     out.raw("{\"rule\":").str(viewOf(set.first->name))
         .raw(",\"zone\":").str(viewOf(set.first->zone->name))
@@ -285,25 +329,34 @@ bool keyOf(ngx_http_request_t *r, const RuleSet &set, std::string_view text,
     return true;
 }
 
-/* A write's body, once read: its members as the route asks them. */
+/* A write's body, once read: its members as the route asks them. A
+ * block: ttl, reason; an override: limit (1 to 1e9), ttl; a live limit:
+ * limit (0 to 1e9: 0 rejects every request), ttl, reason; a trial:
+ * limit, ttl (required, at most a day). */
 bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
     auto bad = [&](const char *text) {
         *err = {400, "BodyInvalid", text};
         return false;
     };
+    bool trial = route == Route::Trial;
+    bool live = route == Route::Limit || trial;
     for (size_t i = 0; i < body.n; i++) {
         const json::Member &m = body.members[i];
         bool number = m.kind == json::Member::Kind::Number;
         if (m.name == "ttl") {
-            if (m.kind == json::Member::Kind::Null) {
+            if (m.kind == json::Member::Kind::Null && !trial) {
                 continue;
             }
-            if (!number || m.number < 1 || m.number > 10LL * 366 * 86400) {
-                return bad("\"ttl\" is a whole number of seconds, from 1 "
-                           "to ten years");
+            int64_t most = trial ? 86400 : 10LL * 366 * 86400;
+            if (!number || m.number < 1 || m.number > most) {
+                return bad(trial ? "\"ttl\" is a whole number of seconds, "
+                                   "from 1 to a day (86400)"
+                                 : "\"ttl\" is a whole number of seconds, "
+                                   "from 1 to ten years");
             }
             c->ttl = m.number;
-        } else if (m.name == "reason" && route == Route::Block) {
+        } else if (m.name == "reason" &&
+                   (route == Route::Block || route == Route::Limit)) {
             if (m.kind != json::Member::Kind::String || m.text.size() > 256) {
                 return bad("\"reason\" is a string of at most 256 bytes");
             }
@@ -313,19 +366,34 @@ bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
                 }
             }
             c->reason = m.text;
-        } else if (m.name == "limit" && route == Route::Override) {
-            if (!number || m.number < 1 || m.number > 1000000000) {
-                return bad("\"limit\" is a whole number from 1 to 1e9");
+        } else if (m.name == "limit" && (route == Route::Override || live)) {
+            int64_t least = live ? 0 : 1;
+            if (!number || m.number < least || m.number > 1000000000) {
+                return bad(live ? "\"limit\" is a whole number from 0 to "
+                                  "1e9"
+                                : "\"limit\" is a whole number from 1 to "
+                                  "1e9");
             }
             c->limit = m.number;
         } else {
             return bad(route == Route::Block
                            ? "a block takes \"ttl\" and \"reason\" only"
-                           : "an override takes \"limit\" and \"ttl\" only");
+                       : route == Route::Limit
+                           ? "a live limit takes \"limit\", \"ttl\" and "
+                             "\"reason\" only"
+                       : trial ? "a trial takes \"limit\" and \"ttl\" only"
+                               : "an override takes \"limit\" and \"ttl\" "
+                                 "only");
         }
     }
-    if (route == Route::Override && c->limit == 0) {
-        return bad("an override needs \"limit\"");
+    if ((route == Route::Override || live) && c->limit < 0) {
+        return bad(route == Route::Override ? "an override needs \"limit\""
+                                            : "a live limit or a trial needs "
+                                              "\"limit\"");
+    }
+    if (trial && c->ttl == 0) {
+        return bad("a trial needs \"ttl\" (1 to 86400 seconds): it ends by "
+                   "itself");
     }
     return true;
 }
@@ -379,6 +447,9 @@ void bodyRead(ngx_http_request_t *r) noexcept {
         rc = sendError(r, {400, "BodyInvalid", why});
     } else if (!changeOf(p->route, body, &change, &err)) {
         rc = sendError(r, err);
+    } else if (p->route == Route::Limit || p->route == Route::Trial) {
+        rc = liveOperation(r, p->set.first->named, p->route, methodOf(r),
+                           change);
     } else {
         rc = keyOperation(r, p->set, p->value, p->route, methodOf(r),
                           change);
@@ -507,14 +578,20 @@ ngx_int_t handle(ngx_http_request_t *r) {
     case Route::Page:
         return page(r);
     case Route::Endpoints:
-        out.raw("{\"version\":1,\"endpoints\":[\"zones\",\"rules\"],"
-                "\"write\":")
+        out.raw("{\"version\":1,\"endpoints\":[\"zones\",\"rules\","
+                "\"fleet\",\"audit\"],\"write\":")
             .boolean(lcf->api == NGX_HTTP_RL_API_WRITE).raw("}\n");
         return send(r, NGX_HTTP_OK, out);
     case Route::Zones:
         return send(r, NGX_HTTP_OK, zones(out, rmcf));
     case Route::Rules:
+        live::sweep(rmcf);
         return send(r, NGX_HTTP_OK, rules(out, rmcf));
+    case Route::Fleet:
+    case Route::FleetRules:
+    case Route::FleetTop:
+    case Route::Audit:
+        return fleetRead(r, req);
     default:
         break;
     }
@@ -526,7 +603,13 @@ ngx_int_t handle(ngx_http_request_t *r) {
         return send(r, NGX_HTTP_OK, out);
     }
     if (req.route == Route::Top) {
-        return top(r, set, req.top);
+        return top(r, set, req.top, req.trial);
+    }
+    if (req.route == Route::Limit || req.route == Route::Trial) {
+        return method == Method::Put
+                   ? readBody(r, set, {}, req.route)
+                   : liveOperation(r, set.first->named, req.route, method,
+                                   Change{});
     }
     std::string_view value;
     if (!keyOf(r, set, req.value, &value, &err)) {

@@ -66,8 +66,9 @@ struct RuleSet {
 /* What a write asks (its body, checked). */
 struct Change {
     int64_t ttl = 0;            /* seconds, 0: none given */
-    std::string_view reason;    /* a block's */
-    int64_t limit = 0;          /* an override's */
+    std::string_view reason;    /* a block's, a live limit's */
+    int64_t limit = -1;         /* an override's, a live limit's or a
+                                   trial's; -1: none given */
 };
 
 /* A key's state (GET), or a write: answers r, now or once its store
@@ -76,9 +77,38 @@ ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
                        std::string_view value, Route route, Method method,
                        const Change &change);
 
+/* What this instance caches of a key value of the zone goes (an
+ * operator changed it, here or through another instance): its deny
+ * cache entries in every rule of the zone's prefix (name: in that rule
+ * of the zone only, a reset), and its leases. */
+void forgetKey(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_zone_t *zone,
+               const ngx_str_t *name, const ngx_str_t *value);
+
 /* Writes the key value as the API shows it (keyText: an address, or
  * printable). */
 Json &keyValue(Json &out, const RuleSet &set, std::string_view value);
+
+/* api_live.cpp: a write of a rule name's live limit or trial (SPEC
+ * section 11: PUT with its change, DELETE), answered now or once Redis
+ * took it (then NGX_DONE). */
+ngx_int_t liveOperation(ngx_http_request_t *r, const ngx_http_rl_name_t *name,
+                        Route route, Method method, const Change &change);
+
+/* A key's write in its zone's audit (SPEC section 11), sent with no one
+ * waiting: action, the rule's name, the key as text and as bytes, the
+ * detail as a JSON object. Embedded zones have none. */
+void auditKeyWrite(ngx_http_request_t *r, ngx_http_rl_zone_t *zone,
+                   std::string_view action, std::string_view rule,
+                   std::string_view keyText, std::string_view value,
+                   std::string_view detail);
+
+/* api_fleet.cpp: the fleet's reads (SPEC section 11: /1/fleet,
+ * /1/fleet/rules, /1/fleet/rules/NAME/top, /1/audit), answered once
+ * Redis did (NGX_DONE). */
+ngx_int_t fleetRead(ngx_http_request_t *r, const Request &req);
+
+/* The answer's JSON in one piece of the pool (empty on failure). */
+std::string_view flatten(ngx_pool_t *pool, const Json &j);
 
 /* top_keys.cpp: the rule's list (room for top::kListMax entries). */
 size_t topKeys(const ngx_http_rl_rule_t *rule, top::Entry *out);

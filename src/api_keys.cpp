@@ -224,36 +224,57 @@ void logWrite(Operation *op) {
                   static_cast<size_t>(d - detail), detail);
 }
 
+/* The write in the zone's audit (SPEC section 11), whence the other
+ * instances learn it within a second: a Redis zone's. */
+void audit(Operation *op) {
+    ngx_http_rl_zone_t *z = zoneOf(op);
+    if (ngx_http_rl_embedded(z)) {
+        return;
+    }
+    const char *action = "reset";
+    if (op->route == Route::Block) {
+        action = op->method == Method::Post ? "block" : "unblock";
+    } else if (op->route == Route::Override) {
+        action = op->method == Method::Put ? "override" : "unoverride";
+    }
+    Json detail(op->r->pool);
+    detail.raw("{");
+    if (op->route == Route::Key) {
+        detail.raw("\"states\":").num(op->deleted);
+    } else if (op->method != Method::Delete) {
+        if (op->change.limit > 0) {
+            detail.raw("\"limit\":").num(op->change.limit).raw(",");
+        }
+        detail.raw("\"ttl\":");
+        if (op->change.ttl > 0) {
+            detail.num(op->change.ttl);
+        } else {
+            detail.raw("null");
+        }
+        if (op->route == Route::Block) {
+            detail.raw(",\"reason\":").str(op->change.reason);
+        }
+    }
+    detail.raw("}");
+    /* the key as the API shows it (an address, or printable) */
+    char text[keyTextMax(top::kValueMax)];
+    size_t n = keyText(text, sizeof(text) - 3, op->value, op->set.address);
+    auditKeyWrite(op->r, z, action, viewOf(op->set.first->name), {text, n},
+                  op->value, flatten(op->r->pool, detail));
+}
+
 /* A write Redis took (or the embedded store did): what this instance
  * caches of the key goes, the write is logged and answered. */
 ngx_int_t answerWrite(Operation *op) {
     ngx_http_request_t *r = op->r;
-    ngx_http_rl_main_conf_t *rmcf = mainConf(r);
     ngx_str_t value = {op->value.size(), reinterpret_cast<u_char *>(
                                              const_cast<char *>(
                                                  op->value.data()))};
-    auto **all = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    std::string_view prefix = viewOf(zoneOf(op)->prefix);
-    if (rmcf->deny != nullptr && !ngx_http_rl_embedded(zoneOf(op))) {
-        /* a block or override: every rule of the prefix's zones; a
-         * reset: the rule's (Redis zones: the embedded store has no
-         * deny cache) */
-        for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-            ngx_http_rl_zone_t *z = all[i]->zone;
-            bool reach = op->route == Route::Key
-                             ? viewOf(all[i]->name) ==
-                                       viewOf(op->set.first->name) &&
-                                   z == zoneOf(op)
-                             : viewOf(z->prefix) == prefix;
-            if (reach && !ngx_http_rl_embedded(z)) {
-                ngx_http_rl_deny_forget(rmcf->deny, all[i], &value);
-            }
-        }
-    }
-    if (rmcf->leases != nullptr && op->block.len > 0) {
-        ngx_http_rl_lease_forget(rmcf, &op->block);
-    }
+    forgetKey(mainConf(r), zoneOf(op),
+              op->route == Route::Key ? &op->set.first->name : nullptr,
+              &value);
     logWrite(op);
+    audit(op);
     if (op->route == Route::Block && op->method == Method::Post) {
         Json out(r->pool);
         keyValue(out.raw("{\"key\":"), op->set, op->value)
@@ -348,7 +369,8 @@ ngx_int_t embedded(Operation *op) {
     size_t oldLen = 0;
     if (old == nullptr ||
         !marks::zoneWrite(z, op->value, what, name,
-                          static_cast<uint64_t>(op->change.limit),
+                          static_cast<uint64_t>(op->change.limit > 0
+                                                    ? op->change.limit : 0),
                           op->change.ttl * 1000, op->change.reason, old, 512,
                           &oldLen)) {
         return unavailable(op, "the zone has no room for the mark");
@@ -665,6 +687,42 @@ Link *linkOf(ngx_http_request_t *r, const Operation *op) {
 }
 
 }  // namespace
+
+void forgetKey(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_zone_t *zone,
+               const ngx_str_t *name, const ngx_str_t *value) {
+    if (ngx_http_rl_embedded(zone)) {
+        return;     /* no deny cache, no lease: nothing kept */
+    }
+    auto **all = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
+    std::string_view prefix = viewOf(zone->prefix);
+    if (rmcf->deny != nullptr) {
+        /* a block or override: every rule of the prefix's zones; a
+         * reset: the rule's (Redis zones: the embedded store has no deny
+         * cache) */
+        for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
+            ngx_http_rl_zone_t *z = all[i]->zone;
+            bool reach = name != nullptr
+                             ? viewOf(all[i]->name) == viewOf(*name) &&
+                                   z == zone
+                             : viewOf(z->prefix) == prefix;
+            if (reach && !ngx_http_rl_embedded(z)) {
+                ngx_http_rl_deny_forget(rmcf->deny, all[i], value);
+            }
+        }
+    }
+    if (rmcf->leases != nullptr) {
+        /* its leases end, what they hold going back: PREFIX{VALUE} */
+        u_char text[NGX_HTTP_RL_MAX_PREFIX + 3 + kDigestValueLen];
+        u_char *p = ngx_cpymem(text, zone->prefix.data, zone->prefix.len);
+        *p++ = '{';
+        p = reinterpret_cast<u_char *>(writeValueTag(
+            reinterpret_cast<char *>(p),
+            {reinterpret_cast<const char *>(value->data), value->len}));
+        *p++ = '}';
+        ngx_str_t block = {static_cast<size_t>(p - text), text};
+        ngx_http_rl_lease_forget(rmcf, &block);
+    }
+}
 
 ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
                        std::string_view value, Route route, Method method,

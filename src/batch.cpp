@@ -222,7 +222,7 @@ bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
         if (g == nullptr) {
             continue;
         }
-        for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
+        for (ngx_uint_t k = 0; k < ngx_http_rl_records(g); k++, i++) {
             ruleKey_[i] = static_cast<uint32_t>(keyIndex(&g->keys[k]));
             ruleSpec_[i] = static_cast<uint32_t>(specIndex(g->specs[k]));
         }
@@ -260,7 +260,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     for (Call *c = first; c != nullptr; c = c->next) {
         if (c->group != nullptr) {
             requests++;
-            rules += c->group->nrules;
+            rules += ngx_http_rl_records(c->group);
         } else {
             c->rules = 0;   /* gone before it left: no part in the reply */
         }
@@ -319,9 +319,10 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
          * time is then the reply's clock less A; a refund's, its own */
         int64_t waited = nowUs - g->sent_us;
         g->age_us = waited > 0 ? waited : 0;
-        p = requestHead(p, g->nrules, refund ? g->now_us : -g->age_us,
+        p = requestHead(p, ngx_http_rl_records(g),
+                        refund ? g->now_us : -g->age_us,
                         own ? 0 : g->lease_ask);
-        for (ngx_uint_t k = 0; k < g->nrules; k++, i++) {
+        for (ngx_uint_t k = 0; k < ngx_http_rl_records(g); k++, i++) {
             p = record(p, g, k, ruleKey_[i], ruleSpec_[i], kind, g->costs);
         }
     }
@@ -345,7 +346,7 @@ Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
     size_t argvlen[kMaxArgs];
     u_char count[NGX_INT64_LEN];
     u_char head[requestBytes(kMaxRulesPerCall)];
-    ngx_uint_t n = g->nrules;
+    ngx_uint_t n = ngx_http_rl_records(g);
     if (n > kMaxRulesPerCall) {
         return nullptr;
     }

@@ -4,8 +4,9 @@
  * Redis nothing.
  *
  * An entry names a rule's state for one key value (see keyOf) and the
- * rule's configuration (limit, window, burst, cost:
- * a reload that changes them does not inherit old entries); it holds the
+ * rule's configuration (limit, window, burst, cost, and its live limit:
+ * a reload or a live limit that changes them does not inherit old
+ * entries); it holds the
  * time at which the rule frees capacity for that request. Only enforced
  * rules of constant cost are cached: a cheaper request might pass sooner,
  * a dry run never rejects. Capacity never frees before that time but by a
@@ -20,6 +21,7 @@
 #include "clock.hpp"
 #include "core/reply.hpp"
 #include "core/state_key.hpp"
+#include "live.hpp"
 #include "shm_lru.hpp"
 
 namespace {
@@ -54,7 +56,8 @@ constexpr ngx_uint_t kEvictOnFull = 8;
 size_t keyOf(u_char *out, const ngx_http_rl_rule_t *rule,
              const ngx_str_t *value) {
     u_char *p = ngx_cpymem(out, rule->id, RL_RULE_ID_LEN);
-    p = ngx_cpymem(p, &rule->config_crc, 4);
+    uint32_t crc = rl::live::configCrc(rule);   /* its live limit too */
+    p = ngx_cpymem(p, &crc, 4);
     p = ngx_cpymem(p, &rule->zone->index, 4);
     if (value->len <= rl::kMaxPlainValue) {
         *p++ = 0;

@@ -48,6 +48,11 @@
 #define NGX_HTTP_RL_USAGE_BUCKETS       7
 
 #define NGX_HTTP_RL_CLIENT_NAME         "ngx_rl"
+/* the module's version, as the fleet's records say it (debian/changelog) */
+#define NGX_HTTP_RL_VERSION             "0.2.0"
+
+/* a group's script call: its rules' records, then its trials' */
+#define ngx_http_rl_records(g)          ((g)->nrules + (g)->ntrials)
 
 /* longest zone or rule name: a label of the metrics (src/metrics.cpp),
  * which keep this many bytes of each */
@@ -197,6 +202,9 @@ typedef struct {
     ngx_str_t                   dry_spec;   /* the spec of a dry run */
     struct ngx_http_rl_name_s  *named;      /* its zone and name's entry
                                                (rule_names.cpp) */
+    void                       *live;       /* what this worker makes of
+                                               its name's live limit and
+                                               trial (live.cpp) */
     ngx_uint_t                  order;      /* in rmcf->rules */
     u_char                     *file;       /* where it was written */
     ngx_uint_t                  line;
@@ -214,6 +222,9 @@ typedef struct ngx_http_rl_name_s {
                                                (rule->id), its first */
     ngx_uint_t                  nstates;
     void                       *top;        /* its top limited keys */
+    void                       *live;       /* its live limit and trial
+                                               (live.cpp), in shared
+                                               memory */
 } ngx_http_rl_name_t;
 
 
@@ -227,12 +238,19 @@ typedef struct {
     ngx_shm_zone_t             *deny;       /* the deny cache */
     ngx_shm_zone_t             *leases;     /* the lease table, if any */
     ngx_shm_zone_t             *top;        /* top limited keys (rl_api) */
+    ngx_shm_zone_t             *live;       /* live limits and trials */
     ngx_uint_t                  api;        /* a location has rl_api */
     void                       *lease_worker; /* per worker (lease.cpp) */
     void                       *inflight_worker; /* (inflight.cpp) */
     void                       *charge_worker;   /* (charges.cpp) */
     ngx_resolver_t             *resolver;   /* the http block's, if any */
     ngx_msec_t                  resolver_timeout;
+    /* rl_fleet (SPEC section 11, fleet.cpp) */
+    ngx_flag_t                  fleet;      /* off: 0 */
+    ngx_str_t                   fleet_name; /* default: the host name */
+    ngx_msec_t                  fleet_interval;
+    ngx_shm_zone_t             *fleet_shm;  /* the instance's id, start */
+    void                       *fleet_worker;
 } ngx_http_rl_main_conf_t;
 
 
@@ -244,6 +262,18 @@ typedef struct {
     ngx_uint_t                  log_level;
     ngx_uint_t                  api;        /* NGX_HTTP_RL_API_* */
 } ngx_http_rl_loc_conf_t;
+
+
+/* A trial's record in a group's call (trials.cpp, SPEC section 11):
+ * one of the group's rules decided again, in dry run, at the trial's N
+ * on a state of its own. */
+typedef struct {
+    ngx_http_rl_rule_t         *shadow;     /* live.cpp: the trial's rule */
+    ngx_uint_t                  of;         /* its rule's index (in
+                                               ctx->outcomes) */
+    rl_outcome_t                outcome;
+    ngx_uint_t                  decided;
+} ngx_http_rl_trial_t;
 
 
 /* The rules of one request that go to one zone (in a cluster, to one
@@ -258,8 +288,12 @@ struct ngx_http_rl_group_s {
     ngx_http_rl_link_t         *ask;        /* a refund's ASK target */
     ngx_uint_t                 *rules;      /* indexes into ctx->outcomes */
     ngx_uint_t                  nrules;
-    ngx_str_t                  *keys;       /* state keys, per rule */
-    ngx_str_t                 **specs;      /* rule->spec or dry_spec */
+    ngx_http_rl_trial_t        *trials;     /* trials of its rules, whose
+                                               records follow the rules' */
+    ngx_uint_t                  ntrials;
+    ngx_str_t                  *keys;       /* state keys, per record */
+    ngx_str_t                 **specs;      /* rule->spec or dry_spec, or
+                                               their live limit's */
     uint64_t                   *costs;
     int64_t                     now_us;     /* when the script decided */
     int64_t                     age_us;     /* waited before its call */
@@ -387,11 +421,20 @@ ngx_http_rl_reset_seconds(const ngx_http_rl_ctx_t *ctx)
 ngx_int_t ngx_http_rl_names_init(ngx_conf_t *cf,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 
+/* live.cpp: live limits and trials (SPEC section 11): each rule's part,
+ * then the shared memory zone's size and init */
+ngx_int_t ngx_http_rl_live_prepare(ngx_conf_t *cf,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+size_t ngx_http_rl_live_size(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_live_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+    RL_NOEXCEPT;
+
 /* ngx_http_rl_directives.c */
 char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_rl_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 /* ngx_http_rl_headers.c */
 void ngx_http_rl_header_filter_init(void);
@@ -532,6 +575,18 @@ void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 /* whether a rule has concurrency= (1), charge= (2), both (3), neither */
 ngx_uint_t ngx_http_rl_after_rules(ngx_http_rl_main_conf_t *rmcf)
     RL_NOEXCEPT;
+
+/* fleet.cpp: the fleet (SPEC section 11): the instance's id (its zone,
+ * at configuration), then worker 0's turns: live limits, trials and the
+ * audit read once a second, the instance's record published */
+ngx_int_t ngx_http_rl_fleet_conf(ngx_conf_t *cf,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_fleet_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+    RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_fleet_init(ngx_cycle_t *cycle,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_fleet_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_fleet_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,

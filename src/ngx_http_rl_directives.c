@@ -1779,3 +1779,75 @@ ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     return NGX_CONF_ERROR;
 }
+
+
+/* rl_fleet [name=NAME] [interval=TIME] | off (SPEC section 11): this
+ * instance's name in the fleet and how often it publishes its record;
+ * off: no record, no live limits read */
+
+char *
+ngx_http_rl_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_rl_main_conf_t *rmcf = conf;
+
+    ngx_str_t   *value, s;
+    ngx_uint_t   i;
+    ngx_msec_t   ms;
+
+    if (rmcf->fleet != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        rmcf->fleet = 0;
+        return NGX_CONF_OK;
+    }
+
+    rmcf->fleet = 1;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "name=", 5) == 0) {
+            s.data = value[i].data + 5;
+            s.len = value[i].len - 5;
+
+            if (s.len == 0 || s.len > NGX_HTTP_RL_MAX_NAME) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid name \"%V\": 1 to %d "
+                                   "characters", &value[i],
+                                   NGX_HTTP_RL_MAX_NAME);
+                return NGX_CONF_ERROR;
+            }
+
+            rmcf->fleet_name = s;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "interval=", 9) == 0) {
+            s.data = value[i].data + 9;
+            s.len = value[i].len - 9;
+
+            ms = ngx_parse_time(&s, 0);
+
+            if (ms == (ngx_msec_t) NGX_ERROR || ms < 1000
+                || ms > 3600000)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid interval \"%V\": a time "
+                                   "from 1s to 1h", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            rmcf->fleet_interval = ms;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}

@@ -117,6 +117,13 @@ static ngx_command_t  ngx_http_rl_commands[] = {
       0,
       NULL },
 
+    { ngx_string("rl_fleet"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_rl_fleet,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("rl_api"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS|NGX_CONF_TAKE1,
       ngx_http_rl_api,
@@ -349,6 +356,9 @@ ngx_http_rl_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    rmcf->fleet = NGX_CONF_UNSET;
+    rmcf->fleet_interval = NGX_CONF_UNSET_MSEC;
+
     return rmcf;
 }
 
@@ -370,6 +380,14 @@ ngx_http_rl_init_main_conf(ngx_conf_t *cf, void *conf)
                           &zones[i]->name, zones[i]->file, zones[i]->line);
             return NGX_CONF_ERROR;
         }
+    }
+
+    /* rl_fleet name=<the host name> interval=5s */
+    ngx_conf_init_value(rmcf->fleet, 1);
+    ngx_conf_init_msec_value(rmcf->fleet_interval, 5000);
+
+    if (rmcf->fleet_name.len == 0) {
+        rmcf->fleet_name = cf->cycle->hostname;
     }
 
     return NGX_CONF_OK;
@@ -505,7 +523,8 @@ ngx_http_rl_init(ngx_conf_t *cf)
      * layout makes a new zone */
     ngx_str_t                   deny = ngx_string("rl_deny_cache_3");
     ngx_str_t                   leases = ngx_string("rl_leases_2");
-    ngx_str_t                   top = ngx_string("rl_top_1");
+    ngx_str_t                   top = ngx_string("rl_top_2");
+    ngx_str_t                   live = ngx_string("rl_live_1");
     ngx_uint_t                  i;
     ngx_http_rl_zone_t        **zones;
     ngx_http_handler_pt        *h;
@@ -518,6 +537,24 @@ ngx_http_rl_init(ngx_conf_t *cf)
 
     if (ngx_http_rl_names_init(cf, rmcf) != NGX_OK) {
         return NGX_ERROR;
+    }
+
+    /* live limits and trials (SPEC section 11): what the fleet or this
+     * instance's API set, read by every worker's requests */
+    if (rmcf->rules.nelts) {
+        if (ngx_http_rl_live_prepare(cf, rmcf) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        rmcf->live = ngx_shared_memory_add(cf, &live,
+                                           ngx_http_rl_live_size(rmcf),
+                                           &ngx_http_rl_module);
+        if (rmcf->live == NULL) {
+            return NGX_ERROR;
+        }
+
+        rmcf->live->init = ngx_http_rl_live_init_zone;
+        rmcf->live->data = rmcf;
     }
 
     for (i = 0; i < rmcf->zones.nelts; i++) {
@@ -577,6 +614,18 @@ ngx_http_rl_init(ngx_conf_t *cf)
     }
     ngx_http_rl_shm_check(cf, rmcf);
 
+    /* the fleet (SPEC section 11): this instance's id, kept across
+     * reloads, for zones with Redis */
+    for (i = 0; rmcf->fleet && i < rmcf->zones.nelts; i++) {
+        if (!ngx_http_rl_embedded(zones[i])) {
+            if (ngx_http_rl_fleet_conf(cf, rmcf) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            break;
+        }
+    }
+
     /* the http block's resolver: names of redis=, cluster= and
      * sentinel= are looked up again through it at each connect (where
      * it has no "resolver", nginx gave it one with no server) */
@@ -630,7 +679,8 @@ ngx_http_rl_init_process(ngx_cycle_t *cycle)
 
     if (ngx_http_rl_stores_init(cycle, rmcf) != NGX_OK
         || ngx_http_rl_inflight_init(cycle, rmcf) != NGX_OK
-        || ngx_http_rl_charges_init(cycle, rmcf) != NGX_OK)
+        || ngx_http_rl_charges_init(cycle, rmcf) != NGX_OK
+        || ngx_http_rl_fleet_init(cycle, rmcf) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -651,7 +701,9 @@ ngx_http_rl_exit_process(ngx_cycle_t *cycle)
          * is released, while the links are there */
         ngx_http_rl_leases_exit(rmcf);
         ngx_http_rl_inflight_exit(rmcf);
+        ngx_http_rl_fleet_exit(rmcf);
         ngx_http_rl_stores_free(rmcf);
+        ngx_http_rl_fleet_free(rmcf);
         ngx_http_rl_leases_free(rmcf);
         ngx_http_rl_inflight_free(rmcf);
         ngx_http_rl_charges_free(rmcf);

@@ -662,7 +662,7 @@ Call *Link::take(ngx_http_rl_group_t *group) {
     }
     call->link = this;
     call->group = group;
-    call->rules = group->nrules;
+    call->rules = ngx_http_rl_records(group);
     call->slot = static_cast<uint16_t>(group->slot);
     call->asking = false;
     return call;

@@ -30,6 +30,8 @@
 #include "core/script.hpp"
 #include "inflight.hpp"
 #include "lease.hpp"
+#include "live.hpp"
+#include "trials.hpp"
 
 static_assert(std::is_trivially_destructible<ngx_http_rl_ctx_t>::value,
               "the request context lives in r->pool");
@@ -96,12 +98,15 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
     auto *rules = static_cast<ngx_http_rl_rule_t *>(
         g->ctx->lcf->rules->elts);
     ngx_uint_t n = g->nrules;
+    ngx_uint_t records = ngx_http_rl_records(g);
     ngx_pool_t *p = r->pool;
 
-    g->keys = static_cast<ngx_str_t *>(ngx_palloc(p, n * sizeof(ngx_str_t)));
+    g->keys = static_cast<ngx_str_t *>(
+        ngx_palloc(p, records * sizeof(ngx_str_t)));
     g->specs = static_cast<ngx_str_t **>(
-        ngx_palloc(p, n * sizeof(ngx_str_t *)));
-    g->costs = static_cast<uint64_t *>(ngx_palloc(p, n * sizeof(uint64_t)));
+        ngx_palloc(p, records * sizeof(ngx_str_t *)));
+    g->costs = static_cast<uint64_t *>(
+        ngx_palloc(p, records * sizeof(uint64_t)));
     if (g->keys == nullptr || g->specs == nullptr || g->costs == nullptr) {
         return NGX_ERROR;
     }
@@ -122,11 +127,12 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
                                        prefix->len, value, v->len, rule->id);
         g->keys[k].data = reinterpret_cast<u_char *>(key);
         g->keys[k].len = static_cast<size_t>(end - key);
-        g->specs[k] = ngx_http_rl_dry_run(g->ctx, rule) ? &rule->dry_spec
-                                                        : &rule->spec;
+        /* its own spec, or its live limit's (SPEC section 11) */
+        g->specs[k] = const_cast<ngx_str_t *>(rl::live::specOf(
+            rule, ngx_http_rl_dry_run(g->ctx, rule)));
         g->costs[k] = g->ctx->costs[g->rules[k]];
     }
-    return NGX_OK;
+    return rl::trials::build(r, g, n) ? NGX_OK : NGX_ERROR;
 }
 
 /* A rule's cost for this request: cost=$variable gives a whole number
@@ -198,6 +204,11 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
             group->slot_id = slot_id;
         }
         group->rules[group->nrules++] = i;
+    }
+    for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
+        if (!rl::trials::add(r, &ctx->groups[g])) {
+            return NGX_ERROR;
+        }
     }
     return NGX_OK;
 }
@@ -271,6 +282,7 @@ void count(ngx_http_rl_ctx_t *ctx) {
                                         1);
         }
     }
+    rl::trials::count(ctx);
 }
 
 /* Another zone rejected the request: give back what this one counted,
@@ -295,11 +307,16 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
     if (link == nullptr) {
         return;
     }
-    /* at the decision's time; a dry-run rule that did not count it:
-     * nothing to give */
+    /* at the decision's time; a dry-run rule (a trial) that did not
+     * count it: nothing to give */
     uint64_t costs[RL_MAX_RULES];
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         costs[k] = ctx->outcomes[g->rules[k]].retry_ms == 0 ? g->costs[k] : 0;
+    }
+    for (ngx_uint_t t = 0; t < g->ntrials; t++) {
+        const rl_outcome_t &o = g->trials[t].outcome;
+        costs[g->nrules + t] = g->trials[t].decided && o.retry_ms == 0
+                                   ? g->costs[g->nrules + t] : 0;
     }
     g->call = reinterpret_cast<ngx_http_rl_call_t *>(rl::sendRefund(
         reinterpret_cast<rl::Link *>(link), g, asking,
@@ -760,6 +777,23 @@ bool askRedis(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx, bool rejected,
     return true;
 }
 
+/* What a reply may ask of a request of this cost under the rule, at
+ * the larger of its N and its live limit (which may move between a call
+ * and its reply): a longer delay or retry is not the script's. Charges
+ * (charge=) may leave a key in debt, freed as slowly as the rule
+ * refills. */
+void replyBounds(const ngx_http_rl_rule_t *rule, uint64_t cost,
+                 rl_reply_bounds_t *out) {
+    uint64_t n = rl::live::limitOf(rule);
+    n = n > rule->limit ? n : rule->limit;
+    rl_reply_bounds(static_cast<int>(rule->algorithm), n, rule->window_us,
+                    rule->burst_follows ? n : rule->burst, rule->delay, cost,
+                    out);
+    if (rule->charge_cv != nullptr) {
+        out->max_retry_us = INT64_MAX;
+    }
+}
+
 void cleanupCtx(void *data) noexcept {
     auto *ctx = static_cast<ngx_http_rl_ctx_t *>(data);
     if (ctx->wake.timer_set) {
@@ -840,6 +874,7 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
         return;
     }
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    ngx_uint_t records = ngx_http_rl_records(group);
     rl_outcome_t out[RL_MAX_RULES];
     unsigned char dry[RL_MAX_RULES];
     rl_reply_bounds_t bounds[RL_MAX_RULES];
@@ -852,31 +887,38 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
                                   static_cast<ngx_msec_t>(
                                       rl::monotonicUs() - group->sent_us));
     }
-    for (ngx_uint_t k = 0; k < group->nrules; k++) {
-        ngx_http_rl_rule_t *rule = &rules[group->rules[k]];
-        dry[k] = ngx_http_rl_dry_run(ctx, rule);
-        /* a reply asking a longer delay or retry is not the script's;
-         * but charges (charge=) may leave a key in debt, freed as slowly
-         * as the rule refills */
-        rl_reply_bounds(static_cast<int>(rule->algorithm), rule->limit,
-                        rule->window_us, rule->burst, rule->delay,
-                        group->costs[k], &bounds[k]);
-        if (rule->charge_cv != nullptr) {
-            bounds[k].max_retry_us = INT64_MAX;
-        }
+    for (ngx_uint_t k = 0; k < records; k++) {
+        /* the rules' records, then their trials' (dry runs) */
+        bool trial = k >= group->nrules;
+        ngx_http_rl_rule_t *rule = trial
+            ? group->trials[k - group->nrules].shadow
+            : &rules[group->rules[k]];
+        dry[k] = trial ? 1 : ngx_http_rl_dry_run(ctx, rule);
+        replyBounds(rule, group->costs[k], &bounds[k]);
     }
     /* every call of the module's asks for Redis' clock */
     if (reply != nullptr && clock_us > 0 &&
-        rl_decode_reply(reply, group->nrules, group->costs, dry, bounds,
+        rl_decode_reply(reply, records, group->costs, dry, bounds,
                         &allowed, out) == RL_REPLY_OK) {
         group->allowed = allowed ? 1 : 0;
         group->now_us = clock_us - group->age_us;
-        for (ngx_uint_t k = 0; k < group->nrules; k++) {
+        for (ngx_uint_t k = 0; k < records; k++) {
             if (limits != nullptr) {
                 out[k].limit = limits[k];
             }
+        }
+        for (ngx_uint_t k = 0; k < group->nrules; k++) {
+            ngx_http_rl_rule_t *rule = &rules[group->rules[k]];
+            if (out[k].limit == 0 && rl::live::limitOf(rule) != rule->limit) {
+                /* decided at its live limit (its headers say which) */
+                out[k].limit = static_cast<int64_t>(rl::live::limitOf(rule));
+            }
             ctx->outcomes[group->rules[k]] = out[k];
             ctx->decided[group->rules[k]] = 1;
+        }
+        for (ngx_uint_t t = 0; t < group->ntrials; t++) {
+            group->trials[t].outcome = out[group->nrules + t];
+            group->trials[t].decided = 1;
         }
         if (!allowed) {
             rememberRejection(ctx, group);

@@ -60,6 +60,7 @@ ngx_int_t fill(ngx_pool_t *pool, ngx_http_rl_rule_t **all,
     n->nrules = 0;
     n->nstates = 0;
     n->top = nullptr;
+    n->live = nullptr;
     for (ngx_uint_t i = from; i < to; i++) {
         ngx_http_rl_rule_t *rule = all[order[i]];
         /* a state's first rule is the first written of it */

@@ -37,6 +37,7 @@
 #include "core/override_text.hpp"
 #include "core/reply.hpp"
 #include "core/slab.hpp"
+#include "live.hpp"
 #include "shm_lru.hpp"
 #include "shm_marks.hpp"
 
@@ -109,11 +110,61 @@ ngx_uint_t queueOf(const Node *n) {
     return queueOf(blockOf(n));
 }
 
+/* A rule's parameters now: at its live limit, if any (SPEC section
+ * 11: a burst left to its default follows it). */
 rl::Params paramsOf(const ngx_http_rl_rule_t *rule) {
-    return rl::Params{static_cast<rl::Algorithm>(rule->algorithm),
-                      rule->limit, rule->window_us, rule->burst,
+    uint64_t n = rl::live::limitOf(rule);
+    return rl::Params{static_cast<rl::Algorithm>(rule->algorithm), n,
+                      rule->window_us, rule->burst_follows ? n : rule->burst,
                       rule->delay};
 }
+
+/* A group's records: its rules, then the trials of them (dry runs at
+ * a trial's N on states of their own: src/trials.hpp). */
+struct Records {
+    ngx_http_rl_group_t *g;
+    ngx_http_rl_rule_t *rules;
+    ngx_uint_t n;
+
+    explicit Records(ngx_http_rl_group_t *group)
+        : g(group),
+          rules(static_cast<ngx_http_rl_rule_t *>(
+              group->ctx->lcf->rules->elts)),
+          n(ngx_http_rl_records(group)) {}
+
+    bool trial(ngx_uint_t k) const { return k >= g->nrules; }
+    /* the rule's index in the request's arrays (a trial's rule's) */
+    ngx_uint_t index(ngx_uint_t k) const {
+        return trial(k) ? g->trials[k - g->nrules].of : g->rules[k];
+    }
+    const ngx_http_rl_rule_t *rule(ngx_uint_t k) const {
+        return trial(k) ? g->trials[k - g->nrules].shadow
+                        : &rules[g->rules[k]];
+    }
+    bool dry(ngx_uint_t k) const {
+        return trial(k) || ngx_http_rl_dry_run(g->ctx, rule(k)) != 0;
+    }
+    const ngx_str_t *value(ngx_uint_t k) const {
+        return &g->ctx->values[index(k)];
+    }
+    void decided(ngx_uint_t k, const rl_outcome_t &o) const {
+        if (trial(k)) {
+            g->trials[k - g->nrules].outcome = o;
+            g->trials[k - g->nrules].decided = 1;
+        } else {
+            g->ctx->outcomes[g->rules[k]] = o;
+            g->ctx->decided[g->rules[k]] = 1;
+        }
+    }
+    /* its figures, NULL for a trial not decided */
+    const rl_outcome_t *outcome(ngx_uint_t k) const {
+        if (trial(k)) {
+            const ngx_http_rl_trial_t &t = g->trials[k - g->nrules];
+            return t.decided ? &t.outcome : nullptr;
+        }
+        return &g->ctx->outcomes[g->rules[k]];
+    }
+};
 
 Shared *sharedOf(ngx_http_rl_zone_t *z) {
     return static_cast<Shared *>(z->sh);
@@ -443,12 +494,12 @@ ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone,
 
 ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     ngx_http_rl_ctx_t *ctx = g->ctx;
-    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    Records rec(g);
     ngx_http_rl_zone_t *z = g->zone;
     rl::Params params[RL_MAX_RULES];
     uint64_t costs[RL_MAX_RULES];
     int64_t blockedUs[RL_MAX_RULES];
-    /* the rules decided (all but those a block answers for): their
+    /* the records decided (all but those a block answers for): their
      * place in the group, nodes, parameters, costs and figures */
     ngx_uint_t at[RL_MAX_RULES];
     Node *nodes[RL_MAX_RULES];
@@ -463,12 +514,11 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     int64_t now = nowUs(z);
     Pressure pr;
 
-    for (ngx_uint_t k = 0; k < g->nrules; k++) {
-        ngx_uint_t i = g->rules[k];
-        params[k] = paramsOf(&rules[i]);
-        params[k].dryRun = ngx_http_rl_dry_run(ctx, &rules[i]) != 0;
+    for (ngx_uint_t k = 0; k < rec.n; k++) {
+        params[k] = paramsOf(rec.rule(k));
+        params[k].dryRun = rec.dry(k);
         params[k].slotId = g->slot_id;
-        costs[k] = ctx->costs[i];
+        costs[k] = ctx->costs[rec.index(k)];
         blockedUs[k] = 0;
     }
 
@@ -476,19 +526,17 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     sweepSome(z, now);
 
     if (sharedOf(z)->marks.count > 0) {
-        for (ngx_uint_t k = 0; k < g->nrules; k++) {
-            ngx_uint_t i = g->rules[k];
-            blockedUs[k] = marked(z, &rules[i], &ctx->values[i], now,
-                                 &params[k]);
+        for (ngx_uint_t k = 0; k < rec.n; k++) {
+            blockedUs[k] = marked(z, rec.rule(k), rec.value(k), now,
+                                  &params[k]);
             blocked = blocked || (blockedUs[k] > 0 && !params[k].dryRun);
         }
     }
-    for (ngx_uint_t k = 0; k < g->nrules && !blocked; k++) {
+    for (ngx_uint_t k = 0; k < rec.n && !blocked; k++) {
         if (blockedUs[k] > 0) {
             continue;   /* a dry run: it reports the block, no more */
         }
-        ngx_uint_t i = g->rules[k];
-        nodes[n] = findOrCreate(z, &rules[i], &ctx->values[i],
+        nodes[n] = findOrCreate(z, rec.rule(k), rec.value(k),
                                 rl::logSlots(params[k]), now, nodes, n, &pr);
         if (nodes[n] == nullptr) {
             ngx_shmtx_unlock(&z->shpool->mutex);
@@ -511,23 +559,21 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     ngx_shmtx_unlock(&z->shpool->mutex);
     report(z, pr);
 
-    for (ngx_uint_t k = 0; k < g->nrules; k++) {
-        ngx_uint_t i = g->rules[k];
+    for (ngx_uint_t k = 0; k < rec.n; k++) {
         if (blockedUs[k] > 0) {
             int64_t us = blockRetryUs(blockedUs[k]);
             int64_t ms = rl::msCeil(us);
-            ctx->outcomes[i] = {0, ms, ms, 0, us, 0};
-            ctx->decided[i] = 1;
+            rec.decided(k, {0, ms, ms, 0, us, 0});
         }
     }
     for (ngx_uint_t j = 0; j < n; j++) {
-        ngx_uint_t i = g->rules[at[j]];
         const rl::Figures &f = figures[j];
-        uint64_t limit = dp[j].limit != rules[i].limit ? dp[j].limit : 0;
-        ctx->outcomes[i] = {f.remaining, rl::msCeil(f.resetUs),
+        /* an override's N, or the live limit's (the headers say it) */
+        uint64_t limit = dp[j].limit != rec.rule(at[j])->limit ? dp[j].limit
+                                                               : 0;
+        rec.decided(at[j], {f.remaining, rl::msCeil(f.resetUs),
                             rl::msCeil(f.retryUs), rl::msCeil(f.delayUs),
-                            f.retryUs, static_cast<int64_t>(limit)};
-        ctx->decided[i] = 1;
+                            f.retryUs, static_cast<int64_t>(limit)});
     }
     g->allowed = allowed ? 1 : 0;
     g->now_us = now;
@@ -536,30 +582,30 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
 }
 
 void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
-    ngx_http_rl_ctx_t *ctx = g->ctx;
-    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    Records rec(g);
     ngx_http_rl_zone_t *z = g->zone;
     Node *nodes[RL_MAX_RULES];
     Pressure pr;
 
     ngx_shmtx_lock(&z->shpool->mutex);
-    for (ngx_uint_t k = 0; k < g->nrules; k++) {
-        ngx_uint_t i = g->rules[k];
-        if (ctx->outcomes[i].retry_ms > 0) {
+    for (ngx_uint_t k = 0; k < rec.n; k++) {
+        const rl_outcome_t *o = rec.outcome(k);
+        if (o == nullptr || o->retry_ms > 0) {
             nodes[k] = nullptr; /* a dry-run rule that did not count it */
             continue;
         }
         /* in the terms it was counted in: an override's */
-        rl::Params p = paramsOf(&rules[i]);
+        const ngx_http_rl_rule_t *rule = rec.rule(k);
+        rl::Params p = paramsOf(rule);
         if (sharedOf(z)->marks.count > 0) {
-            (void) marked(z, &rules[i], &ctx->values[i], g->now_us, &p);
+            (void) marked(z, rule, rec.value(k), g->now_us, &p);
         }
-        nodes[k] = findOrCreate(z, &rules[i], &ctx->values[i],
-                                rl::logSlots(p), g->now_us, nodes, k, &pr);
+        nodes[k] = findOrCreate(z, rule, rec.value(k), rl::logSlots(p),
+                                g->now_us, nodes, k, &pr);
         if (nodes[k] != nullptr) {
             p.slotId = g->slot_id;  /* a concurrency rule's: released */
-            rl::refund(p, nodes[k]->state, logOf(nodes[k]), ctx->costs[i],
-                       g->now_us);
+            rl::refund(p, nodes[k]->state, logOf(nodes[k]),
+                       g->ctx->costs[rec.index(k)], g->now_us);
         }
     }
     ngx_shmtx_unlock(&z->shpool->mutex);

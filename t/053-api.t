@@ -91,7 +91,7 @@ is($code, 200, 'HEAD of the page');
 is($res->{body}, '', 'without a body');
 
 ($code, $data) = $api->get('1');
-is_deeply($data, { version => 1, endpoints => [qw(zones rules)],
+is_deeply($data, { version => 1, endpoints => [qw(zones rules fleet audit)],
                    write => JSON::PP::true }, '/1: the endpoints, writes on');
 is((($ro->get('1'))[1] // {})->{write}, JSON::PP::false,
    'writes off where rl_api has no write=on');

@@ -701,6 +701,13 @@ uint64_t defaultBurst(Algorithm a, uint64_t limit) {
     return a == Algorithm::TokenBucket ? limit : 0;
 }
 
+int64_t zeroRetryUs(const Params& p) {
+    if (p.algorithm == Algorithm::Concurrency) {
+        return kInflightRetryUs;
+    }
+    return std::min(i64(p.windowUs), kBlockRetryUs);
+}
+
 uint64_t capacity(const Params& p) {
     if (!takesBurst(p.algorithm)) {
         return p.limit;
@@ -779,6 +786,9 @@ size_t logSlots(const Params& p) {
 
 Check check(const Params& p, const State& s, const int64_t* log,
             uint64_t cost, int64_t nowUs) {
+    if (p.limit == 0 && p.windowUs > 0) {
+        return rejectAll(zeroRetryUs(p));
+    }
     if (!valid(p)) {
         return rejectAll(1);
     }

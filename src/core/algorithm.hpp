@@ -70,6 +70,11 @@ inline constexpr int64_t kInflightRetryUs = 100000;
  * says so of a Redis block; the embedded store's marks alike). */
 inline constexpr int64_t kBlockRetryUs = 60000000;
 
+/* A limit of 0 (a live limit, SPEC section 11) rejects every request
+ * and counts nothing: its retry is the window, at most a block's minute
+ * (the limit may be lifted any time), a concurrency rule's its own. */
+int64_t zeroRetryUs(const Params& p);
+
 /* Default burst for an algorithm when the rule gives none. */
 uint64_t defaultBurst(Algorithm a, uint64_t limit);
 

@@ -102,21 +102,23 @@ bool parseQuery(char* q, size_t len, bool decoded, Request* out,
         size_t vlen = itemLen - key.size() - 1;
         long n = decoded ? static_cast<long>(vlen) : percentDecode(v, vlen);
         if (key == "n") {
-            size_t top = 0;
-            for (long k = 0; k < n && top <= kMaxTop; k++) {
-                top = v[k] >= '0' && v[k] <= '9'
-                          ? top * 10 + static_cast<size_t>(v[k] - '0')
-                          : 0;
-                if (top == 0) {
+            size_t count = 0;
+            for (long k = 0; k < n && count <= kMaxAudit; k++) {
+                count = v[k] >= '0' && v[k] <= '9'
+                            ? count * 10 + static_cast<size_t>(v[k] - '0')
+                            : 0;
+                if (count == 0) {
                     break;  /* not a digit, or a leading zero */
                 }
             }
-            if (top == 0) {
+            if (count == 0) {
                 return fail(err, 400, "ArgumentInvalid",
                             "n= takes a whole number from 1 (at most 100 "
-                            "keys are listed)");
+                            "keys, 1000 audit entries are listed)");
             }
-            out->top = top < kMaxTop ? top : kMaxTop;
+            out->count = count < kMaxAudit ? count : kMaxAudit;
+        } else if (key == "trial") {
+            out->trial = n == 1 && v[0] == '1';
         } else if (key == "key" || key == "value") {
             if (n < 0) {
                 return fail(err, 400, "KeyInvalid",
@@ -193,19 +195,45 @@ bool parse(char* path, size_t len, char* query, size_t qlen, bool decoded,
         out->route = Route::Zones;
         return true;
     }
-    if (!is(s, 1, "rules")) {
-        return notFound(err);
-    }
-    if (s.n == 2) {
-        out->route = Route::Rules;
+    if (s.n == 2 && is(s, 1, "audit")) {
+        out->route = Route::Audit;
+        out->count = out->count > 0 ? out->count : kDefaultAudit;
         return true;
     }
-    if (!segment(s, 2, decoded, &out->name)) {
+    /* /1/fleet, /1/fleet/rules[/NAME/top]: the rules' paths below it */
+    size_t at = 1;
+    bool fleet = is(s, 1, "fleet");
+    if (fleet) {
+        if (s.n == 2) {
+            out->route = Route::Fleet;
+            return true;
+        }
+        at = 2;
+    }
+    out->count = out->count > 0 ? (out->count < kMaxTop ? out->count
+                                                         : kMaxTop)
+                                : kDefaultTop;
+    out->top = out->count;
+    if (!is(s, at, "rules")) {
+        return notFound(err);
+    }
+    if (s.n == at + 1) {
+        out->route = fleet ? Route::FleetRules : Route::Rules;
+        return true;
+    }
+    if (!segment(s, at + 1, decoded, &out->name)) {
         return fail(err, 400, "ArgumentInvalid",
                     "an invalid percent-encoding in the rule's name");
     }
     if (out->name.empty() || out->name.size() > kMaxName) {
         return fail(err, 404, "RuleNotFound", "no rule of that name");
+    }
+    if (fleet) {
+        if (s.n == 5 && is(s, 4, "top")) {
+            out->route = Route::FleetTop;
+            return true;
+        }
+        return notFound(err);
     }
     if (s.n == 3) {
         out->route = Route::Rule;
@@ -213,6 +241,14 @@ bool parse(char* path, size_t len, char* query, size_t qlen, bool decoded,
     }
     if (s.n == 4 && is(s, 3, "top")) {
         out->route = Route::Top;
+        return true;
+    }
+    if (s.n == 4 && is(s, 3, "limit")) {
+        out->route = Route::Limit;
+        return true;
+    }
+    if (s.n == 4 && is(s, 3, "trial")) {
+        out->route = Route::Trial;
         return true;
     }
     /* the key value: /keys/VALUE[/ACTION], or /key[/ACTION]?value= for a
@@ -265,6 +301,8 @@ bool allows(Route r, Method m) {
     case Route::Block:
         return m == Method::Post || m == Method::Delete;
     case Route::Override:
+    case Route::Limit:
+    case Route::Trial:
         return m == Method::Put || m == Method::Delete;
     default:
         return m == Method::Get || m == Method::Head;
@@ -278,6 +316,8 @@ const char* allowHeader(Route r) {
     case Route::Block:
         return "POST, DELETE";
     case Route::Override:
+    case Route::Limit:
+    case Route::Trial:
         return "PUT, DELETE";
     default:
         return "GET, HEAD";

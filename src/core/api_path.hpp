@@ -9,6 +9,12 @@
  *   /1/rules/NAME/keys/VALUE             a key's state; DELETE: reset
  *   /1/rules/NAME/keys/VALUE/block       POST, DELETE
  *   /1/rules/NAME/keys/VALUE/override    PUT, DELETE
+ *   /1/rules/NAME/limit                  PUT, DELETE: its live limit
+ *   /1/rules/NAME/trial                  PUT, DELETE: its trial
+ *   /1/fleet                             the fleet's instances
+ *   /1/fleet/rules                       its rules, summed
+ *   /1/fleet/rules/NAME/top[?n=K]        their top keys, merged
+ *   /1/audit[?n=K]                       the writes, newest first
  *   /1/rules/NAME/key[/ACTION]?value=VALUE  the same, the value in the
  *                                        query: for values a path
  *                                        segment cannot carry ("." and
@@ -40,6 +46,12 @@ enum class Route : uint8_t {
     Key,
     Block,
     Override,
+    Limit,      /* SPEC section 11: live limits, trials, the fleet */
+    Trial,
+    Fleet,
+    FleetRules,
+    FleetTop,
+    Audit,
 };
 
 enum class Method : uint8_t { Get, Head, Post, Put, Delete, Other };
@@ -53,6 +65,8 @@ struct Error {
 
 inline constexpr size_t kDefaultTop = 10;
 inline constexpr size_t kMaxTop = 100;
+inline constexpr size_t kDefaultAudit = 50;
+inline constexpr size_t kMaxAudit = 1000;
 /* The longest rule or zone name (NGX_HTTP_RL_MAX_NAME). */
 inline constexpr size_t kMaxName = 120;
 
@@ -65,6 +79,10 @@ struct Request {
                                    the /key paths: its value=) */
     std::string_view zone;      /* ?zone=, decoded; empty: not given */
     size_t top = kDefaultTop;   /* ?n=, at most kMaxTop */
+    size_t count = 0;           /* ?n= as the route takes it: top keys
+                                   (at most kMaxTop), audit entries (at
+                                   most kMaxAudit) */
+    bool trial = false;         /* ?trial=1: the trial's top keys */
 };
 
 /* Parses `path` (from its first '/', below the location) and `query`

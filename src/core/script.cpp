@@ -18,6 +18,11 @@ std::string_view apiScriptText() {
     return {kText, sizeof(kText) - 1};
 }
 
+std::string_view fleetScriptText() {
+    static constexpr char kText[] = NGX_HTTP_RL_FLEET_SCRIPT;
+    return {kText, sizeof(kText) - 1};
+}
+
 std::string_view scriptSha() {
     /* Computed on first use (configuration time, in the master). */
     static const struct Hex {

@@ -52,6 +52,10 @@ std::string_view scriptSha();
 /* The operator API's script (lua/api.lua), sent with EVAL. */
 std::string_view apiScriptText();
 
+/* The fleet's script (lua/fleet.lua: live limits, trials, the audit,
+ * the instances' records), sent with EVAL. */
+std::string_view fleetScriptText();
+
 inline constexpr size_t kMaxRulesPerCall = 64;
 
 /* 8 bytes, the little-endian IEEE double of v; returns p + 8. */

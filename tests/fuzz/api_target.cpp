@@ -60,7 +60,14 @@ void path(Input& in, bool decoded) {
         [[fallthrough]];
     case api::Route::Rule:
     case api::Route::Top:
+    case api::Route::Limit:
+    case api::Route::Trial:
+    case api::Route::FleetTop:
         FUZZ_CHECK(!req.name.empty() && req.name.size() <= api::kMaxName);
+        break;
+    case api::Route::Audit:
+        FUZZ_CHECK(req.count >= 1 && req.count <= api::kMaxAudit);
+        FUZZ_CHECK(req.name.empty() && req.value.empty());
         break;
     default:
         FUZZ_CHECK(req.name.empty() && req.value.empty());

@@ -1,0 +1,102 @@
+#include "fleet_record.hpp"
+
+#include "sha1.hpp"
+
+namespace rl::fleet {
+
+namespace {
+
+int hexValue(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+}  // namespace
+
+char* escape(char* out, std::string_view text) {
+    static const char kHex[] = "0123456789ABCDEF";
+    for (char ch : text) {
+        auto c = static_cast<unsigned char>(ch);
+        if (c <= ' ' || c == '%' || c > '~') {
+            *out++ = '%';
+            *out++ = kHex[c >> 4];
+            *out++ = kHex[c & 15];
+        } else {
+            *out++ = ch;
+        }
+    }
+    return out;
+}
+
+long unescape(char* text, size_t len) {
+    size_t w = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] != '%') {
+            text[w++] = text[i];
+            continue;
+        }
+        if (i + 2 >= len) {
+            return -1;
+        }
+        int hi = hexValue(text[i + 1]);
+        int lo = hexValue(text[i + 2]);
+        if (hi < 0 || lo < 0) {
+            return -1;
+        }
+        text[w++] = static_cast<char>(hi << 4 | lo);
+        i += 2;
+    }
+    return static_cast<long>(w);
+}
+
+bool nextLine(std::string_view* text, Line* out) {
+    if (text->empty()) {
+        return false;
+    }
+    size_t end = text->find('\n');
+    std::string_view line = text->substr(0, end);
+    text->remove_prefix(end == std::string_view::npos ? text->size()
+                                                      : end + 1);
+    out->n = 0;
+    while (out->n < kMaxFields) {
+        size_t tab = line.find('\t');
+        out->fields[out->n++] = line.substr(0, tab);
+        if (tab == std::string_view::npos) {
+            break;
+        }
+        line.remove_prefix(tab + 1);
+    }
+    return true;
+}
+
+bool number(std::string_view field, int64_t* out) {
+    if (field.empty() || field.size() > 16) {
+        return false;
+    }
+    int64_t v = 0;
+    for (char c : field) {
+        if (c < '0' || c > '9') {
+            return false;
+        }
+        v = v * 10 + (c - '0');
+    }
+    if (v > (int64_t(1) << 53)) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+void digest(std::string_view text, char out[12]) {
+    toHex(sha1(text), out, 12);
+}
+
+}  // namespace rl::fleet

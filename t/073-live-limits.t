@@ -1,0 +1,192 @@
+# Live limits (SPEC section 11): PUT /1/rules/NAME/limit through one
+# instance of three on one Redis rejects on the other two within a
+# second, in every definition of the name, with the headers saying the
+# live N; a key value's override still wins; the limit ends at its ttl
+# everywhere; DELETE returns everyone to nginx.conf's N; a limit of 0
+# rejects every request. When Redis stops, the instances keep the
+# limits they read (until their ttl); an empty Redis returns them to
+# nginx.conf's within a second. Embedded zones: this instance alone.
+# Bad input is refused and writes nothing; write=off is 403.
+
+use lib 't/lib';
+use RlTest;
+use RlTest::Api;
+use Time::HiRes qw(time sleep);
+
+my $r = start_redis();
+my @ng = map { start_nginx(redis => $r, workers => 2, config => <<"CONF") }
+    rl_fleet name=i$_ interval=1s;
+    rl_zone main redis=127.0.0.1:\$RedisPort timeout=2s;
+    rl_zone mem;
+    server {
+        listen 127.0.0.1:\$ServerPort;
+        add_header X-RL-Status \$rl_status always;
+        location /a { rl_rule zone=main key=\$http_x_key rate=10r/m
+                              name=per; empty_gif; }
+        location /b { rl_rule zone=main key=\$http_x_key rate=10r/h
+                              algorithm=fixed_window name=per; empty_gif; }
+        location /tb { rl_rule zone=main key=\$http_x_key rate=10r/m
+                               algorithm=token_bucket name=bucket;
+                       empty_gif; }
+        location /inf { rl_rule zone=main key=\$http_x_key concurrency=5
+                                name=slots; empty_gif; }
+        location /m { rl_rule zone=mem key=\$http_x_key rate=10r/m
+                              name=mper; empty_gif; }
+        location /rl/ { rl_api write=on; }
+        location /ro/ { rl_api; }
+    }
+CONF
+    1 .. 3;
+my @api = map { RlTest::Api->new($_->port, '/rl/') } @ng;
+
+sub as {
+    my ($i, $path, $key) = @_;
+    return http_get($ng[$i]->port, $path, 'X-Key' => $key);
+}
+sub codes { my ($i, $path, $key, $n) = @_;
+            join ' ', map { code_status(as($i, $path, $key)) } 1 .. $n }
+
+# the seconds until f() holds, or undef past the deadline
+sub within {
+    my ($f, $deadline) = @_;
+    my $t0 = time;
+    return wait_until($f, timeout => $deadline, interval => 0.05)
+        ? time - $t0 : undef;
+}
+
+# ------------------------------------------------------------ set on A
+is(codes(1, '/a', 'before', 10), join(' ', ('200 PASSED') x 10),
+   'B: ten a minute before');
+my ($code, $data) = $api[0]->call('PUT', '1/rules/per/limit',
+                                  { limit => 3, ttl => 6,
+                                    reason => 'incident 42' });
+is($code, 200, 'a live limit set through A');
+is_deeply([ @{ $data->{live} }{qw(limit reason by)}, $data->{configured} ],
+          [3, 'incident 42', '127.0.0.1', 10], 'its answer');
+my $set = time;
+for my $i (1, 2) {
+    my $key = "k$i";
+    my $t = within(sub { (as($i, '/a', "probe$i-" . time))
+                         ->{headers}{'x-ratelimit-limit'} eq '3' }, 3);
+    ok(defined $t && time - $set < 1.5,
+       "instance $i decides with N=3 within a second ("
+       . (defined $t ? sprintf('%.2fs', time - $set) : 'never') . ')');
+    is(codes($i, '/a', $key, 4), '200 PASSED 200 PASSED 200 PASSED '
+                                 . '429 REJECTED', "instance $i: 3 pass");
+    is(codes($i, '/b', $key, 4), '200 PASSED 200 PASSED 200 PASSED '
+                                 . '429 REJECTED',
+       "instance $i: the other definition of the name too");
+    my $res = as($i, '/b', "h$i");
+    is($res->{headers}{'x-ratelimit-limit'}, 3, 'X-RateLimit-Limit says 3');
+}
+($code, $data) = $api[2]->get('1/rules/per');
+is_deeply([ $data->{limit}, $data->{configured}, $data->{live}{limit},
+            $data->{live}{reason}, $data->{live}{by} ],
+          [3, 10, 3, 'incident 42', '127.0.0.1'],
+          'C shows the limit in force, the configured one, who set it');
+ok($data->{live}{until} >= int($set) + 5, 'and until when');
+
+# a key value's override wins over the live limit
+($code) = $api[1]->call('PUT', '1/rules/per/keys/vip/override',
+                        { limit => 6 });
+is($code, 200, 'an override of one key');
+is(codes(2, '/a', 'vip', 7), join(' ', ('200 PASSED') x 6, '429 REJECTED'),
+   'the override (6) wins over the live limit (3)');
+
+# it ends at its ttl, everywhere
+my $t = within(sub { as(1, '/a', 'end' . time)->{headers}{'x-ratelimit-limit'}
+                     eq '10' }, 8);
+ok(defined $t && time - $set >= 5.5 && time - $set < 7.5,
+   'the live limit ends at its ttl (' . sprintf('%.1fs', time - $set) . ')');
+ok(wait_until(sub { $r->cli('HLEN', 'rl:{fleet}:main:live') == 0 },
+              timeout => 3), 'and leaves nothing in Redis');
+
+# ------------------------------------------------------------ delete
+($code) = $api[0]->call('PUT', '1/rules/per/limit', { limit => 2 });
+is($code, 200, 'a live limit with no ttl');
+ok(within(sub { as(2, '/a', 'x' . time)->{headers}{'x-ratelimit-limit'}
+                eq '2' }, 3), 'applied on C');
+($code) = $api[1]->call('DELETE', '1/rules/per/limit');
+is($code, 204, 'removed through B');
+$set = time;
+ok(defined within(sub { as(2, '/a', 'y' . time)
+                        ->{headers}{'x-ratelimit-limit'} eq '10' }, 3)
+   && time - $set < 1.5,
+   'C back to nginx.conf within a second ('
+   . sprintf('%.2fs', time - $set) . ')');
+
+# a limit of 0: every request rejected
+($code) = $api[0]->call('PUT', '1/rules/per/limit', { limit => 0, ttl => 30 });
+is($code, 200, 'a live limit of 0');
+ok(within(sub { code_status(as(1, '/a', 'z' . time)) eq '429 REJECTED' }, 3),
+   'rejects every request on B');
+my $res = as(1, '/a', 'zero');
+ok($res->{headers}{'retry-after'} > 0 && $res->{headers}{'retry-after'} <= 60,
+   'Retry-After within a minute (' . ($res->{headers}{'retry-after'} // '')
+   . ')');
+$api[0]->call('DELETE', '1/rules/per/limit');
+
+# a token bucket's default burst follows the live N
+($code) = $api[0]->call('PUT', '1/rules/bucket/limit', { limit => 2 });
+ok(within(sub { as(2, '/tb', 'p' . time)->{headers}{'x-ratelimit-limit'}
+                eq '2' }, 3), 'a bucket at its live N');
+is(codes(2, '/tb', 'burst', 3), '200 PASSED 200 PASSED 429 REJECTED',
+   'its capacity follows N');
+$api[0]->call('DELETE', '1/rules/bucket/limit');
+
+# ------------------------------------------------------------ Redis fails
+($code) = $api[0]->call('PUT', '1/rules/per/limit', { limit => 4, ttl => 600 });
+ok(within(sub { ($api[2]->get('1/rules/per'))[1]{limit} == 4 }, 3),
+   'C has the live limit');
+$r->kill('STOP');
+sleep 2.5;
+is(($api[2]->get('1/rules/per'))[1]{limit}, 4,
+   'Redis stopped: C keeps the live limit it read');
+($code, $data) = $api[2]->get('1/fleet', timeout => 10);
+is($code, 503, 'fleet reads answer 503');
+$r->kill('CONT');
+$r->restart;        # no persistence: an empty Redis
+$set = time;
+ok(defined within(sub { ($api[2]->get('1/rules/per'))[1]{limit} == 10 }, 5)
+   && time - $set < 2.5,
+   'an empty Redis: back to nginx.conf within a second of reconnecting ('
+   . sprintf('%.2fs', time - $set) . ')');
+
+# ------------------------------------------------------------ embedded
+($code) = $api[0]->call('PUT', '1/rules/mper/limit', { limit => 2, ttl => 60 });
+is($code, 200, 'an embedded zone: a live limit');
+is(codes(0, '/m', 'e', 3), '200 PASSED 200 PASSED 429 REJECTED',
+   'applies on this instance at once');
+is(codes(1, '/m', 'e', 3), '200 PASSED 200 PASSED 200 PASSED',
+   'and on this instance alone');
+$ng[0]->reload;
+is(($api[0]->get('1/rules/mper'))[1]{limit}, 2, 'kept across a reload');
+
+# ------------------------------------------------------------ bad input
+for my $case ([{ limit => -1 }, 'a negative limit'],
+              ['{"limit": 1.5}', 'a fractional limit'],
+              [{ limit => 'ten' }, 'a limit that is no number'],
+              [{ limit => 2e9 }, 'an oversized limit'],
+              [{ limit => 5, ttl => 0 }, 'a ttl of 0'],
+              [{ limit => 5, extra => 1 }, 'a member not asked'],
+              [{ ttl => 5 }, 'no limit']) {
+    my ($body, $what) = @$case;
+    ($code, $data) = $api[0]->call('PUT', '1/rules/per/limit', $body);
+    is_deeply([$code, $data->{error}{code}], [400, 'BodyInvalid'], $what);
+}
+($code, $data) = $api[0]->call('PUT', '1/rules/per/limit',
+                               { limit => 3 }, type => 'text/plain');
+is($code, 415, 'not JSON: 415');
+($code, $data) = $api[0]->call('PUT', '1/rules/nope/limit', { limit => 3 });
+is_deeply([$code, $data->{error}{code}], [404, 'RuleNotFound'],
+          'an unknown rule: 404');
+($code, $data) = $api[0]->call('PUT', '1/rules/slots/limit', { limit => 0 });
+is($code, 400, "a concurrency= rule's limit of 0");
+($code, $data) = RlTest::Api->new($ng[0]->port, '/ro/')
+    ->call('PUT', '1/rules/per/limit', { limit => 3 });
+is_deeply([$code, $data->{error}{code}], [403, 'WriteForbidden'],
+          'write=off: 403');
+is($r->cli('HLEN', 'rl:{fleet}:main:live'), 0, 'nothing written');
+
+$_->stop for @ng;
+done_testing();
