@@ -1,0 +1,123 @@
+# The change feed and the audit (SPEC section 11): every write of the
+# operator API goes to its zone's audit stream in Redis, with the time,
+# the instance, the client, $remote_user, the rule, the key and what
+# changed; GET /1/audit lists them newest first. Every instance reads
+# the stream's new entries once a second and drops what it caches of
+# the keys named: a block made through A applies on B within a second
+# although B holds a lease of the key (lease=10s), and a block lifted
+# through A lets the key in on B within a second although B's deny
+# cache kept its rejection (up to a minute).
+
+use lib 't/lib';
+use RlTest;
+use RlTest::Api;
+use MIME::Base64 qw(encode_base64);
+use Time::HiRes qw(time sleep);
+
+my $r = start_redis();
+my $config = <<'CONF';
+    rl_fleet name=$Name interval=1s;
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=2s;
+    rl_zone leased redis=127.0.0.1:$RedisPort timeout=2s lease=10s;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /a { rl_rule zone=main key=$http_x_key rate=100r/m name=per;
+                      empty_gif; }
+        location /l { rl_rule zone=leased key=$http_x_key rate=100000r/m
+                              name=hot; empty_gif; }
+        location /rl/ {
+            auth_basic ops;
+            auth_basic_user_file $ServerRoot/conf/htpasswd;
+            rl_api write=on;
+        }
+    }
+CONF
+my @ng;
+for my $name (qw(A B)) {
+    my $ng = start_nginx(redis => $r, workers => 2, start => 0,
+                         vars => { Name => $name }, config => $config);
+    open my $fh, '>', $ng->dir . '/conf/htpasswd' or die $!;
+    print $fh "ops:{PLAIN}secret\n";
+    close $fh;
+    $ng->start;
+    push @ng, $ng;
+}
+my $auth = [Authorization => 'Basic ' . encode_base64('ops:secret', '')];
+my @api = map { RlTest::Api->new($_->port, '/rl/') } @ng;
+sub call { my ($i, $m, $p, $b) = @_;
+           $api[$i]->call($m, $p, $b, headers => $auth) }
+sub get { my ($i, $path) = @_; $api[$i]->get($path, headers => $auth) }
+sub st { my ($i, $path, $key) = @_;
+         code_status(http_get($ng[$i]->port, $path, 'X-Key' => $key)) }
+
+sub within {
+    my ($f, $deadline) = @_;
+    my $t0 = time;
+    return wait_until($f, timeout => $deadline, interval => 0.05)
+        ? time - $t0 : undef;
+}
+
+# ---------------------------------------------------- a lease on B, blocked
+# B's key hot: it holds a lease (requests spent without Redis)
+st(1, '/l', 'hot') for 1 .. 200;
+my $calls = $r->calls('evalsha');
+st(1, '/l', 'hot') for 1 .. 50;
+ok($r->calls('evalsha') - $calls < 25, 'B spends a lease of the hot key');
+my ($code) = call(0, 'POST', '1/rules/hot/keys/hot/block',
+                  { ttl => 600, reason => 'abuse' });
+is($code, 201, 'blocked through A');
+my $t = within(sub { st(1, '/l', 'hot') eq '429 REJECTED' }, 5);
+ok(defined $t && $t < 1.5, 'B rejects it within a second, its lease '
+   . 'dropped (' . (defined $t ? sprintf('%.2fs', $t) : 'never') . ')');
+
+# ------------------------------------------------ B's deny cache, unblocked
+($code) = call(0, 'POST', '1/rules/per/keys/bad/block', { reason => 'x' });
+is(st(1, '/a', 'bad'), '429 REJECTED', 'B rejects a blocked key');
+is(st(1, '/a', 'bad'), '429 REJECTED', 'again (its deny cache)');
+($code) = call(0, 'DELETE', '1/rules/per/keys/bad/block');
+is($code, 204, 'unblocked through A');
+$t = within(sub { st(1, '/a', 'bad') eq '200 PASSED' }, 5);
+ok(defined $t && $t < 1.5, 'B lets it in within a second, its cached '
+   . 'rejection dropped (' . (defined $t ? sprintf('%.2fs', $t) : 'never')
+   . ')');
+
+# ------------------------------------------------------------ every write
+call(1, 'PUT', '1/rules/per/keys/k1/override', { limit => 7, ttl => 60 });
+call(1, 'DELETE', '1/rules/per/keys/k1/override');
+call(1, 'DELETE', '1/rules/per/keys/k1');
+call(0, 'PUT', '1/rules/per/limit', { limit => 50, ttl => 60,
+                                      reason => 'calm' });
+call(0, 'DELETE', '1/rules/per/limit');
+call(0, 'PUT', '1/rules/per/trial', { limit => 20, ttl => 60 });
+call(0, 'DELETE', '1/rules/per/trial');
+call(0, 'POST', '1/rules/per/key/block?value=..', { ttl => 5 });
+
+my ($c, $data) = get(1, '1/audit');
+is($c, 200, 'GET /1/audit');
+is($data->{zone}, 'main', 'of the first zone');
+my @actions = map { $_->{action} } @{ $data->{entries} };
+is_deeply(\@actions,
+          [qw(block untrial trial unlimit limit reset unoverride override
+              unblock block)],
+          'every write of the zone, newest first') or diag explain \@actions;
+my ($ov) = grep { $_->{action} eq 'override' } @{ $data->{entries} };
+is_deeply([ @$ov{qw(instance client user rule key)} ],
+          ['B', '127.0.0.1', 'ops', 'per', 'k1'],
+          'who (instance, client, user), the rule, the key');
+is_deeply($ov->{detail}, { limit => 7, ttl => 60 }, 'what changed');
+my ($lim) = grep { $_->{action} eq 'limit' } @{ $data->{entries} };
+is_deeply($lim->{detail}, { limit => 50, ttl => 60, reason => 'calm' },
+          'a live limit, with its reason');
+is($data->{entries}[0]{key}, '..', 'a key as text');
+ok(abs($data->{entries}[0]{time} - time) < 5, 'the time of each');
+($c, $data) = get(0, '1/audit?n=2');
+is(scalar @{ $data->{entries} }, 2, 'n=2: the last two');
+($c, $data) = get(0, '1/audit?zone=leased');
+is_deeply([ map { $_->{action} } @{ $data->{entries} } ], ['block'],
+          'the other zone has its own');
+($c, $data) = get(0, '1/audit?n=0');
+is($c, 400, 'n=0: 400');
+
+$_->stop for @ng;
+done_testing();
