@@ -151,6 +151,41 @@ TEST(ApiPath, KeyValuesInTheQuery) {
     EXPECT_EQ(parse("/1/rules/a/key/v").err.status, 404);
 }
 
+TEST(ApiPath, TheFleet) {
+    Parsed p = parse("/1/fleet");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.route, Route::Fleet);
+    EXPECT_EQ(parse("/1/fleet/rules", "zone=z").req.route,
+              Route::FleetRules);
+    p = parse("/1/fleet/rules/per%2Fip/top", "n=500&trial=1");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.route, Route::FleetTop);
+    EXPECT_EQ(p.req.name, "per/ip");
+    EXPECT_EQ(p.req.top, 100u);
+    EXPECT_TRUE(p.req.trial);
+    EXPECT_FALSE(parse("/1/rules/a/top", "trial=yes").req.trial);
+    p = parse("/1/audit");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.route, Route::Audit);
+    EXPECT_EQ(p.req.count, 50u);
+    EXPECT_EQ(parse("/1/audit", "n=500").req.count, 500u);
+    EXPECT_EQ(parse("/1/audit", "n=5000").req.count, 1000u);
+    EXPECT_EQ(parse("/1/rules/a/limit").req.route, Route::Limit);
+    EXPECT_EQ(parse("/1/rules/a/trial").req.route, Route::Trial);
+    for (const char* path : {"/1/fleet/x", "/1/fleet/rules/a",
+                             "/1/fleet/rules/a/keys/v", "/1/audit/x",
+                             "/1/rules/a/limit/x"}) {
+        p = parse(path);
+        EXPECT_FALSE(p.ok) << path;
+        EXPECT_EQ(p.err.status, 404) << path;
+    }
+    EXPECT_TRUE(rl::api::allows(Route::Limit, Method::Put));
+    EXPECT_TRUE(rl::api::allows(Route::Trial, Method::Delete));
+    EXPECT_FALSE(rl::api::allows(Route::Trial, Method::Post));
+    EXPECT_FALSE(rl::api::allows(Route::Fleet, Method::Put));
+    EXPECT_STREQ(rl::api::allowHeader(Route::Limit), "PUT, DELETE");
+}
+
 TEST(ApiPath, RuleNames) {
     Parsed p = parse("/1/rules//top");
     EXPECT_FALSE(p.ok);

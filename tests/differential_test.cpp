@@ -515,6 +515,43 @@ TEST_F(Differential, MetersWhenNChanges) {
     }
 }
 
+/* A live limit of 0 (SPEC section 11) between two of N: every request
+ * rejected, nothing counted, the retry the window (a minute at most),
+ * both sides alike; then N again, on the state as it was. */
+TEST_F(Differential, LiveLimitOfZero) {
+    for (Algorithm a : kAll) {
+        std::string tag(rl::algorithmName(a));
+        std::vector<Twin> rules = {
+            twin("zero-" + tag, a, 4, 10 * kSec,
+                 rl::takesBurst(a) ? 2 : 0, rl::takesDelay(a) ? 2 : 0),
+            twin("zero-" + tag + "-long", Algorithm::FixedWindow, 9,
+                 600 * kSec)};
+        std::vector<uint64_t> costs = {1, 1};
+        int64_t t = static_cast<int64_t>(windowStart(kDay)) + 13;
+        for (int i = 0; i < 3; i++) {
+            ASSERT_GE(step(rules, costs, t + 1009 * i,
+                           tag + " before " + std::to_string(i)), 0);
+        }
+        for (Twin& r : rules) {
+            r.rule.limit = 0;
+            r.p.limit = 0;
+        }
+        for (int i = 3; i < 6; i++) {
+            ASSERT_EQ(step(rules, costs, t + 1009 * i,
+                           tag + " at 0 " + std::to_string(i)), 0)
+                << "a limit of 0 rejects";
+        }
+        for (Twin& r : rules) {
+            r.rule.limit = 4;
+            r.p.limit = 4;
+        }
+        for (int i = 6; i < 9; i++) {
+            ASSERT_GE(step(rules, costs, t + 1009 * i,
+                           tag + " after " + std::to_string(i)), 0);
+        }
+    }
+}
+
 /* 1r/d and 1000000r/s stacked on one key, with shaping. */
 TEST_F(Differential, ExtremeRatesStacked) {
     std::vector<Twin> rules = {

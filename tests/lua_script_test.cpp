@@ -500,11 +500,28 @@ TEST_F(LuaScript, CostZeroWritesNothing) {
 
 TEST_F(LuaScript, BadArgumentsAreAnErrorReply) {
     uint64_t t = windowStart(kSec);
-    for (Rule r : {fixed("b", 0, kSec), gcra("b", 5, 0, 0, 0)}) {
+    for (Rule r : {fixed("b", 5, 0), gcra("b", 5, 0, 0, 0)}) {
         Decision d = call({r}, t);
         EXPECT_EQ(d.status, ReplyStatus::Error) << r.algorithm;
         EXPECT_NE(d.error.find("bad arguments"), std::string::npos) << d.error;
         EXPECT_EQ(integerCommand({"EXISTS", r.key}), 0);
+    }
+}
+
+/* A limit of 0 (a live limit, SPEC section 11): every request rejected,
+ * nothing written, the retry the window, at most a minute. */
+TEST_F(LuaScript, ALimitOfZeroRejectsAndWritesNothing) {
+    uint64_t t = windowStart(kSec);
+    for (Rule r : {fixed("z", 0, 10 * kSec), sliding("z", 0, 3600 * kSec),
+                   gcra("z", 0, kSec, 2, 2)}) {
+        Decision d = call({r}, t);
+        ASSERT_EQ(d.status, ReplyStatus::Ok) << r.algorithm;
+        EXPECT_FALSE(d.allowed) << r.algorithm;
+        EXPECT_EQ(d.out[0].remaining, 0) << r.algorithm;
+        int64_t want = r.windowUs < 60 * kSec
+                           ? static_cast<int64_t>(r.windowUs / 1000) : 60000;
+        EXPECT_EQ(d.out[0].retryMs, want) << r.algorithm;
+        EXPECT_EQ(integerCommand({"EXISTS", r.key}), 0) << r.algorithm;
     }
 }
 

@@ -132,6 +132,19 @@ $seeds{api} = {
     'states-short'=> "\xc0\x45\x00" . d(1.7e15, (5, 1e6, 0) x 64),
 };
 
+# ---------------------------------------------------------------- fleet
+# an instance's record as another reads it from Redis
+$seeds{fleet} = {
+    'record'  => "rl-fleet 1\nzone\tmain\t1\n"
+                 . "rule\tper\t0123456789ab\tsliding_window\t4\t60000000"
+                 . "\t0\t1\t0\t0\t0\t%24http_x_key" . ("\t5" x 12) . "\n"
+                 . "trial\tper\t2\t1795900000000\t1795890000000\t3\t4\n"
+                 . "top\tper\t6\tk%00%FF%09x\ncut\t1\t2\n",
+    'escapes' => "top\tp\t1\t%\ntop\tp\t1\t%4\ntop\tp\t1\t%zz%41",
+    'numbers' => "trial\tp\t9007199254740993\t-1\t1.5\t\t01",
+    'fields'  => join("\t", 1 .. 40) . "\n\n\t\n",
+};
+
 for my $target (sort keys %seeds) {
     make_path("$dir/$target");
     for my $name (sort keys %{ $seeds{$target} }) {
