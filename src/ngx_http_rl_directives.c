@@ -722,13 +722,13 @@ ngx_http_rl_zone_embedded(ngx_conf_t *cf, ngx_http_rl_zone_t *z)
     }
 
     /* its layout's version (src/shm_store.cpp Shared, Node) */
-    name.len = sizeof("rl_zone_2:") - 1 + z->name.len;
+    name.len = sizeof("rl_zone_3:") - 1 + z->name.len;
     name.data = ngx_pnalloc(cf->pool, name.len);
     if (name.data == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    ngx_sprintf(name.data, "rl_zone_2:%V", &z->name);
+    ngx_sprintf(name.data, "rl_zone_3:%V", &z->name);
 
     z->shm_zone = ngx_shared_memory_add(cf, &name, z->size,
                                         &ngx_http_rl_module);

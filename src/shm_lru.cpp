@@ -112,6 +112,14 @@ void LruQueues::remove(LruNode *n, ngx_uint_t q) {
     ngx_rbtree_delete(&rbtree_, &n->sn.node);
 }
 
+void LruQueues::move(LruNode *n, ngx_uint_t from, ngx_uint_t to) {
+    if (sweep_[from] == n) {
+        sweep_[from] = newer(n, from);
+    }
+    ngx_queue_remove(&n->queue);
+    ngx_queue_insert_head(&queues_[to], &n->queue);
+}
+
 LruNode *LruQueues::oldest(ngx_uint_t q) {
     return last(&queues_[q]);
 }

@@ -66,11 +66,12 @@ private:
 /* The same, with its entries in one of kQueues queues, by the size of
  * their slab block (the embedded store: a full zone makes room for a
  * new entry from the entries whose memory it can take, which are at the
- * cold end of its own queue, not among thousands of smaller ones), and
- * a sweep's place in each queue. */
+ * cold end of its own queue, not among thousands of smaller ones; its
+ * last queue holds the entries it never evicts), and a sweep's place in
+ * each queue. */
 class LruQueues {
 public:
-    static constexpr ngx_uint_t kQueues = 10;
+    static constexpr ngx_uint_t kQueues = 11;
 
     void init();
 
@@ -81,6 +82,8 @@ public:
     /* n in queue q: the most recently used of it */
     void touch(LruNode *n, ngx_uint_t q);
     void remove(LruNode *n, ngx_uint_t q);
+    /* n from queue `from` to queue `to`: the most recently used of it */
+    void move(LruNode *n, ngx_uint_t from, ngx_uint_t to);
     LruNode *oldest(ngx_uint_t q);
     /* the entry of q used next after n, NULL if n is the most recent */
     LruNode *newer(LruNode *n, ngx_uint_t q);

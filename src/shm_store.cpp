@@ -23,6 +23,14 @@
  * states go, and a flood of new keys forgets at most one limited key
  * for each.
  *
+ * A state that holds slots (concurrency=, SPEC section 9) is never
+ * forgotten for room: while it holds any, its node is in a queue of its
+ * own that making room never looks at (nor a flood of other keys frees
+ * a running request's slot), and it goes back to its block's queue with
+ * its last slot. One whose slots all expired unrenewed (their worker
+ * died) is whole: the sweep frees it, as requests pass, and before a
+ * zone with no room left gives a request the failure policy.
+ *
  * Time is CLOCK_MONOTONIC plus the wall clock's offset when the zone
  * was made: windows align to the epoch as the wall clock stood then,
  * and a step of the wall clock neither holds nor refills any key.
@@ -53,13 +61,14 @@ struct Shared {
     ngx_atomic_t        fullLoggedAt;
 };
 
-/* A node: the header, then `slots` int64 of sliding_log times, then the
- * key text. */
+/* A node: the header, then `slots` int64 of sliding_log times (or of
+ * concurrency slots), then the key text. */
 struct Node {
     rl::LruNode         lru;
     int64_t             idleAt;
     rl::State           state;
     uint32_t            slots;
+    uint32_t            held;   /* holds slots: in kHeldQueue */
 };
 
 /* what a locked section leaves to count and log once unlocked */
@@ -69,7 +78,8 @@ struct Pressure {
 };
 
 constexpr ngx_uint_t kQueues = rl::LruQueues::kQueues;
-constexpr ngx_uint_t kPagesQueue = kQueues - 1;
+constexpr ngx_uint_t kPagesQueue = kQueues - 2;
+constexpr ngx_uint_t kHeldQueue = kQueues - 1;
 constexpr ngx_uint_t kSweepPerRequest = 2;
 constexpr ngx_uint_t kSweepOnFull = 32;
 constexpr ngx_uint_t kLookOnFull = 64;
@@ -89,7 +99,8 @@ size_t nodeBytes(size_t slots, size_t keyLen) {
 }
 
 /* The queue of a block: one per chunk size (8 bytes, 16, ... up to
- * half a page, the largest sharing the last), one for whole pages. */
+ * half a page, the largest sharing the last), one for whole pages. (A
+ * node that holds slots is in kHeldQueue, whatever its block.) */
 ngx_uint_t queueOf(const rl::SlabBlock &b) {
     if (b.pages > 0) {
         return kPagesQueue;
@@ -106,8 +117,14 @@ rl::SlabBlock blockOf(const Node *n) {
                          ngx_pagesize);
 }
 
+/* The queue of a node of `bytes`: its block's, or the held one. */
+ngx_uint_t queueOf(const Node *n, size_t bytes) {
+    return n->held ? kHeldQueue
+                   : queueOf(rl::slabBlock(bytes, ngx_pagesize));
+}
+
 ngx_uint_t queueOf(const Node *n) {
-    return queueOf(blockOf(n));
+    return queueOf(n, nodeBytes(n->slots, n->lru.sn.str.len));
 }
 
 /* A rule's parameters now: at its live limit, if any (SPEC section
@@ -256,8 +273,9 @@ void *evict(ngx_http_rl_zone_t *z, ngx_uint_t q, size_t size,
 /* `size` bytes of the zone, making room if it is full (see the top of
  * the file): the whole nodes the sweep finds next in the block's queue
  * (and in the pages', for a chunk), then those of the queues' cold
- * ends that make room, and at most one that still limits a key. NULL
- * when that is not enough. */
+ * ends that make room, and at most one that still limits a key; last,
+ * the held nodes whose slots all expired. Never one that holds slots.
+ * NULL when that is not enough. */
 Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now,
                Node *const *keep, ngx_uint_t nkeep, Pressure *pr) {
     void *p = ngx_slab_alloc_locked(z->shpool, size);
@@ -278,10 +296,30 @@ Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now,
             break;      /* one at most */
         }
     }
+    if (p == nullptr &&
+        sweep(z, kHeldQueue, now, kSweepOnFull, keep, nkeep) > 0) {
+        p = ngx_slab_alloc_locked(z->shpool, size);
+    }
     if (p == nullptr) {
         pr->noRoom = size;
     }
     return static_cast<Node *>(p);
+}
+
+/* The node's state changed (a decision, a refund, a slot renewed or
+ * released): when it is whole again, and whether it holds slots. While
+ * it holds any it is in kHeldQueue, which making room never looks at;
+ * with its last it goes back to its block's queue. */
+void settle(ngx_http_rl_zone_t *z, Node *n, const rl::Params &p,
+            int64_t now) {
+    n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+    uint32_t held = p.algorithm == rl::Algorithm::Concurrency &&
+                    n->state.a > 0;
+    if (held != n->held) {
+        ngx_uint_t from = queueOf(n);
+        n->held = held;
+        sharedOf(z)->lru.move(&n->lru, from, queueOf(n));
+    }
 }
 
 /* Whether a line logged at most once a minute is due (and claimed by
@@ -316,9 +354,9 @@ void report(ngx_http_rl_zone_t *z, const Pressure &pr) {
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                       "rl_zone \"%V\" is full: no room for a state of %uz "
                       "bytes without forgetting more than one that still "
-                      "limits a key; requests that need a new state get "
-                      "the failure policy (size= sets the zone's size)",
-                      &z->name, pr.noRoom);
+                      "limits a key, or one that holds slots; requests "
+                      "that need a new state get the failure policy "
+                      "(size= sets the zone's size)", &z->name, pr.noRoom);
     }
 }
 
@@ -358,12 +396,13 @@ Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
     n->state.b = 0;
     n->idleAt = old->idleAt;
     n->slots = static_cast<uint32_t>(slots);
+    n->held = old->held != 0 && kept > 0;
     /* (ngx_rbtree_delete() zeroes the node's key: the hash first) */
     auto hash = static_cast<uint32_t>(old->lru.sn.node.key);
     lru.remove(&old->lru, queueOf(old));
     lru.add(&n->lru, key, rl::keyAfter(n, sizeof(Node),
                                        slots * sizeof(int64_t)),
-            hash, queueOf(rl::slabBlock(size, ngx_pagesize)));
+            hash, queueOf(n, size));
     ngx_slab_free_locked(z->shpool, old);
     return n;
 }
@@ -417,7 +456,7 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
     n->idleAt = now;
     lru.add(&n->lru, key, rl::keyAfter(n, sizeof(Node),
                                        slots * sizeof(int64_t)),
-            hash, queueOf(rl::slabBlock(size, ngx_pagesize)));
+            hash, queueOf(n, size));
     return n;
 }
 
@@ -553,7 +592,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     if (!blocked) {
         allowed = rl::decide(dp, states, logs, dc, n, now, figures);
         for (ngx_uint_t j = 0; j < n; j++) {
-            nodes[j]->idleAt = rl::idleAtUs(dp[j], *states[j], logs[j], now);
+            settle(z, nodes[j], dp[j], now);
         }
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
@@ -606,6 +645,7 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
             p.slotId = g->slot_id;  /* a concurrency rule's: released */
             rl::refund(p, nodes[k]->state, logOf(nodes[k]),
                        g->ctx->costs[rec.index(k)], g->now_us);
+            settle(z, nodes[k], p, g->now_us);
         }
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
@@ -736,7 +776,7 @@ void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,
         } else {
             rl::refund(p, n->state, logOf(n), 1, now);
         }
-        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+        settle(z, n, p, now);
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
 }
@@ -757,7 +797,7 @@ ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *z,
                            &pr);
     if (n != nullptr) {
         rl::charge(p, n->state, units, now);
-        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+        settle(z, n, p, now);
     }
     ngx_shmtx_unlock(&z->shpool->mutex);
     report(z, pr);
