@@ -49,6 +49,7 @@ struct Table {
 /* What a worker makes of its rule's entry (in cf->pool: its own copy
  * once forked). */
 struct RuleLive {
+    Head head;                  /* first: what the request path reads */
     const ngx_http_rl_rule_t *rule;
     Table *table;               /* set by the zone's init */
     Entry *entry;
@@ -144,11 +145,11 @@ void refresh(RuleLive *l) {
     }
 }
 
-/* The rule's live state now: NULL while nothing is set anywhere. */
+/* The rule's live state now (quiet() said something is set somewhere):
+ * NULL for a trial's shadow, which is what it is. */
 RuleLive *current(const ngx_http_rl_rule_t *rule) {
     RuleLive *l = liveOf(rule);
-    if (l == nullptr || l->entry == nullptr || l->table->active == 0 ||
-        rule == &l->shadow) {
+    if (l->entry == nullptr || rule == &l->shadow) {
         return nullptr;
     }
     refresh(l);
@@ -269,7 +270,7 @@ bool prepare(ngx_conf_t *cf, ngx_http_rl_main_conf_t *rmcf) {
     return true;
 }
 
-const ngx_str_t *specOf(const ngx_http_rl_rule_t *rule, bool dry) {
+const ngx_str_t *liveSpecOf(const ngx_http_rl_rule_t *rule, bool dry) {
     RuleLive *l = current(rule);
     if (l == nullptr || !limited(l)) {
         return dry ? &rule->dry_spec : &rule->spec;
@@ -277,7 +278,7 @@ const ngx_str_t *specOf(const ngx_http_rl_rule_t *rule, bool dry) {
     return dry ? &l->drySpec : &l->spec;
 }
 
-uint64_t limitOf(const ngx_http_rl_rule_t *rule) {
+uint64_t liveLimitOf(const ngx_http_rl_rule_t *rule) {
     RuleLive *l = current(rule);
     if (l == nullptr || !limited(l)) {
         return rule->limit;
@@ -285,7 +286,7 @@ uint64_t limitOf(const ngx_http_rl_rule_t *rule) {
     return static_cast<uint64_t>(l->limit);
 }
 
-uint32_t configCrc(const ngx_http_rl_rule_t *rule) {
+uint32_t liveCrc(const ngx_http_rl_rule_t *rule) {
     RuleLive *l = current(rule);
     if (l == nullptr || !limited(l)) {
         return rule->config_crc;
@@ -293,7 +294,7 @@ uint32_t configCrc(const ngx_http_rl_rule_t *rule) {
     return l->crc;
 }
 
-ngx_http_rl_rule_t *trialOf(const ngx_http_rl_rule_t *rule) {
+ngx_http_rl_rule_t *liveTrialOf(const ngx_http_rl_rule_t *rule) {
     RuleLive *l = current(rule);
     if (l == nullptr || !l->trial ||
         (l->trialEndsUs != 0 && monotonicUs() >= l->trialEndsUs)) {
@@ -527,6 +528,7 @@ extern "C" ngx_int_t ngx_http_rl_live_init_zone(ngx_shm_zone_t *shm_zone,
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         auto *l = static_cast<RuleLive *>(rules[i]->live);
         if (l != nullptr && rules[i]->named->live != nullptr) {
+            l->head.active = &t->active;
             l->table = t;
             l->entry = static_cast<Entry *>(rules[i]->named->live);
         }

@@ -51,22 +51,50 @@ bool prepare(ngx_conf_t *cf, ngx_http_rl_main_conf_t *rmcf);
 /* ---------------------------------------------------------------- */
 /* the request path                                                  */
 
+/* What a rule's per-worker part (rule->live) starts with: where the
+ * table counts its settings (NULL until the zone is made). While it
+ * counts none, the request path reads that one number per rule. */
+struct Head {
+    const volatile ngx_atomic_t *active;
+};
+
+inline bool quiet(const ngx_http_rl_rule_t *rule) {
+    auto *h = static_cast<const Head *>(rule->live);
+    return h == nullptr || h->active == nullptr || *h->active == 0;
+}
+
+const ngx_str_t *liveSpecOf(const ngx_http_rl_rule_t *rule, bool dry);
+uint64_t liveLimitOf(const ngx_http_rl_rule_t *rule);
+uint32_t liveCrc(const ngx_http_rl_rule_t *rule);
+ngx_http_rl_rule_t *liveTrialOf(const ngx_http_rl_rule_t *rule);
+
 /* The spec the rule is decided with now: its live limit's, or its own
- * (dry: its dry run's). Cheap while no live setting exists anywhere. */
-const ngx_str_t *specOf(const ngx_http_rl_rule_t *rule, bool dry);
+ * (dry: its dry run's). */
+inline const ngx_str_t *specOf(const ngx_http_rl_rule_t *rule, bool dry) {
+    if (quiet(rule)) {
+        return dry ? &rule->dry_spec : &rule->spec;
+    }
+    return liveSpecOf(rule, dry);
+}
 
 /* The N the rule is decided with now (0 under a live limit of 0). */
-uint64_t limitOf(const ngx_http_rl_rule_t *rule);
+inline uint64_t limitOf(const ngx_http_rl_rule_t *rule) {
+    return quiet(rule) ? rule->limit : liveLimitOf(rule);
+}
 
 /* What the deny cache keys a rejection on besides the state: the rule's
  * configuration and its live limit, so that a changed limit starts
  * afresh. */
-uint32_t configCrc(const ngx_http_rl_rule_t *rule);
+inline uint32_t configCrc(const ngx_http_rl_rule_t *rule) {
+    return quiet(rule) ? rule->config_crc : liveCrc(rule);
+}
 
 /* The trial the rule runs now, if any: its shadow rule (a dry run at
  * the trial's N on a state of its own, its spec made), else NULL. Never
  * for a concurrency= rule. */
-ngx_http_rl_rule_t *trialOf(const ngx_http_rl_rule_t *rule);
+inline ngx_http_rl_rule_t *trialOf(const ngx_http_rl_rule_t *rule) {
+    return quiet(rule) ? nullptr : liveTrialOf(rule);
+}
 
 /* The shadow's rule, whose trial it runs. */
 const ngx_http_rl_rule_t *shadowed(const ngx_http_rl_rule_t *shadow);

@@ -909,9 +909,10 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
         }
         for (ngx_uint_t k = 0; k < group->nrules; k++) {
             ngx_http_rl_rule_t *rule = &rules[group->rules[k]];
-            if (out[k].limit == 0 && rl::live::limitOf(rule) != rule->limit) {
+            uint64_t n = rl::live::limitOf(rule);
+            if (out[k].limit == 0 && n != rule->limit) {
                 /* decided at its live limit (its headers say which) */
-                out[k].limit = static_cast<int64_t>(rl::live::limitOf(rule));
+                out[k].limit = static_cast<int64_t>(n);
             }
             ctx->outcomes[group->rules[k]] = out[k];
             ctx->decided[group->rules[k]] = 1;
