@@ -16,8 +16,9 @@
 #                fake Redis answering random RESP through nginx (t/048)
 #   make docs    the design diagram, docs/img/design.svg, rendered from
 #                docs/design.dot with graphviz' dot (t/052 checks it)
-#   make screenshot  docs/img/dashboard.png: the operator dashboard as
-#                t/055-dashboard.t's headless Chromium draws it
+#   make screenshot  docs/img/dashboard.png: the operator dashboard's
+#                fleet view as t/077-dashboard-fleet.t's headless
+#                Chromium draws it
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
@@ -282,12 +283,12 @@ docs:
 	mv $(DESIGN_SVG).tmp $(DESIGN_SVG)
 
 # The dashboard's picture in the docs is what the browser test draws,
-# never a drawing: its traffic, its 100 rules, a key blocked from the
-# page.
+# never a drawing: three instances' traffic summed, a live limit and a
+# trial set from the page, the recent changes.
 screenshot: test-deps module
 	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) \
 	    RL_SCREENSHOT=$(CURDIR)/docs/img/dashboard.png \
-	    prove t/055-dashboard.t
+	    prove t/077-dashboard-fleet.t
 
 clean: stop
 	rm -rf $(BUILD)

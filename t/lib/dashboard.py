@@ -14,6 +14,7 @@ t/055 to pass on.
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -28,6 +29,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 N = 0
+# the rules table's columns: rule, zone, key, algorithm, limit, passed/s,
+# rejected/s, rejected, share rejected, what-if (, instances)
+WHATIF = 9
 
 
 def report(ok, what, detail=None):
@@ -143,9 +147,10 @@ def run(driver, args):
                  driver.find_element(By.ID, "topof").text),
            "for the rule it names")
 
-    # the what-if control changes its figure
+    # the what-if control changes its figure (its cell: "at N/m", the
+    # bar, the share)
     def whatif():
-        return rule_cells(driver, args.rule)[8]
+        return rule_cells(driver, args.rule)[WHATIF]
     whatif_select = Select(driver.find_element(By.ID, "whatif"))
     whatif_select.select_by_visible_text("100%")
     at_full = until(whatif)
@@ -154,7 +159,7 @@ def run(driver, args):
     report(at_tenth is not None,
            "the what-if figure changes with the limit picked "
            "(100%%: %s, 10%%: %s)" % (at_full, at_tenth))
-    share = lambda t: float(t.split("%")[0].lstrip("<"))
+    share = lambda t: float(re.findall(r"([<\d.]+)%", t)[-1].lstrip("<"))
     if at_full and at_tenth:
         report(share(at_tenth) > share(at_full),
                "a lower limit rejects more")
