@@ -54,6 +54,7 @@ void cluster(const uint8_t* data, size_t size);
 void rate(const uint8_t* data, size_t size);
 void stateKey(const uint8_t* data, size_t size);
 void api(const uint8_t* data, size_t size);
+void timeZone(const uint8_t* data, size_t size);
 
 struct Target {
     const char* name;   /* its corpus: tests/fuzz/corpus/NAME */
@@ -67,6 +68,7 @@ inline constexpr Target kTargets[] = {
     {"rate", rate},
     {"state_key", stateKey},
     {"api", api},
+    {"time_zone", timeZone},
 };
 
 }  // namespace rl::fuzz

@@ -125,6 +125,29 @@ $seeds{api} = {
     'states-short'=> "\xc0\x45\x00" . d(1.7e15, (5, 1e6, 0) x 64),
 };
 
+# ------------------------------------------------------------ time_zone
+# a byte (bit 0: a TZ string, else a TZif file; bits 1-3: the unit; bits
+# 4-7: the anchor), then the bytes: the zones the unit tests read (from
+# the system's zoneinfo, when it has them) and TZ strings
+sub zonefile {
+    local (@ARGV, $/) = ("/usr/share/zoneinfo/$_[0]");
+    return -e $ARGV[0] ? <> : undef;
+}
+$seeds{time_zone} = {
+    'tz-berlin'   => "\x01CET-1CEST,M3.5.0,M10.5.0/3",
+    'tz-howe'     => "\x01<+1030>-10:30<+11>-11,M10.1.0,M4.1.0",
+    'tz-chatham'  => "\x01<+1245>-12:45<+1345>,M9.5.0/2:45,M4.1.0/3:45",
+    'tz-ext'      => "\x01EST5EDT,0/0,J365/25",
+    'tz-bad'      => "\x01CET-1CEST,M3.5.0",
+    'tzif-empty'  => "\x00TZif2",
+};
+for my $z (['berlin', 'Europe/Berlin', "\x06"], ['howe',
+           'Australia/Lord_Howe', "\x04"], ['kathmandu', 'Asia/Kathmandu',
+           "\x00"], ['chatham', 'Pacific/Chatham', "\xf6"]) {
+    my $bytes = zonefile($z->[1]) // next;
+    $seeds{time_zone}{"tzif-$z->[0]"} = $z->[2] . $bytes;
+}
+
 for my $target (sort keys %seeds) {
     make_path("$dir/$target");
     for my $name (sort keys %{ $seeds{$target} }) {
