@@ -68,6 +68,8 @@ struct Change {
     int64_t ttl = 0;            /* seconds, 0: none given */
     std::string_view reason;    /* a block's */
     int64_t limit = 0;          /* an override's */
+    int64_t units = 0;          /* a credit's (SPEC section 12) */
+    int anchor = 0;             /* ?anchor=: the key's billing day */
 };
 
 /* A key's state (GET), or a write: answers r, now or once its store

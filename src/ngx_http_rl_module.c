@@ -349,6 +349,12 @@ ngx_http_rl_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    if (ngx_array_init(&rmcf->time_zones, cf->pool, 2, sizeof(void *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
     return rmcf;
 }
 
@@ -358,10 +364,24 @@ ngx_http_rl_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_rl_main_conf_t *rmcf = conf;
 
+    char                *clock;
     ngx_uint_t           i;
     ngx_http_rl_zone_t **zones;
 
     zones = rmcf->zones.elts;
+
+    /* tests only (docs/testing.md): the script decides at nginx's time,
+     * which libfaketime moves where it cannot move Redis' */
+
+    clock = getenv("RL_TEST_CLOCK");
+
+    if (clock != NULL && ngx_strcmp(clock, "nginx") == 0) {
+        rmcf->nginx_clock = 1;
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "RL_TEST_CLOCK=nginx: Redis decides at the time "
+                      "nginx sends, not on its own clock (a test's "
+                      "setting, never for production)");
+    }
 
     for (i = 0; i < rmcf->zones.nelts; i++) {
         if (!zones[i]->declared) {
@@ -627,6 +647,8 @@ ngx_http_rl_init_process(ngx_cycle_t *cycle)
     if (rmcf == NULL || rmcf->zones.nelts == 0) {
         return NGX_OK;
     }
+
+    ngx_http_rl_nginx_clock = rmcf->nginx_clock;
 
     if (ngx_http_rl_stores_init(cycle, rmcf) != NGX_OK
         || ngx_http_rl_inflight_init(cycle, rmcf) != NGX_OK

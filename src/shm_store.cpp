@@ -109,10 +109,20 @@ ngx_uint_t queueOf(const Node *n) {
     return queueOf(blockOf(n));
 }
 
-rl::Params paramsOf(const ngx_http_rl_rule_t *rule) {
-    return rl::Params{static_cast<rl::Algorithm>(rule->algorithm),
-                      rule->limit, rule->window_us, rule->burst,
-                      rule->delay};
+rl::Params paramsOf(const ngx_http_rl_rule_t *rule,
+                    const int64_t *bounds = nullptr) {
+    rl::Params p{static_cast<rl::Algorithm>(rule->algorithm), rule->limit,
+                 rule->window_us, rule->burst, rule->delay};
+    if (bounds != nullptr) {
+        /* a calendar rule's period (SPEC section 12) */
+        ngx_memcpy(p.bounds, bounds, sizeof(p.bounds));
+    }
+    return p;
+}
+
+/* Rule k of a group's period bounds, if it is a calendar rule. */
+const int64_t *boundsOf(const ngx_http_rl_group_t *g, ngx_uint_t k) {
+    return (g->calendar >> k) & 1 ? &g->bounds[3 * k] : nullptr;
 }
 
 Shared *sharedOf(ngx_http_rl_zone_t *z) {
@@ -397,6 +407,34 @@ int64_t blockRetryUs(int64_t blockedUs) {
     return blockedUs < rl::kBlockRetryUs ? blockedUs : rl::kBlockRetryUs;
 }
 
+
+/* A charge, or a credit (units counted, or taken off), at now. */
+ngx_int_t countAt(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
+                const ngx_str_t *value, const int64_t *bounds, int64_t units,
+                bool credit) {
+    int64_t now = nowUs(z);
+    Pressure pr;
+    ngx_shmtx_lock(&z->shpool->mutex);
+    /* in a key value's override's terms, as its requests are counted */
+    rl::Params p = paramsOf(rule, bounds);
+    if (sharedOf(z)->marks.count > 0) {
+        (void) marked(z, rule, value, now, &p);
+    }
+    Node *n = findOrCreate(z, rule, value, rl::logSlots(p), now, nullptr, 0,
+                           &pr);
+    if (n != nullptr) {
+        if (credit) {
+            rl::credit(p, n->state, units, now);
+        } else {
+            rl::charge(p, n->state, units, now);
+        }
+        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    report(z, pr);
+    return n != nullptr ? NGX_OK : NGX_ERROR;
+}
+
 }  // namespace
 
 extern "C" {
@@ -465,7 +503,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
 
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         ngx_uint_t i = g->rules[k];
-        params[k] = paramsOf(&rules[i]);
+        params[k] = paramsOf(&rules[i], boundsOf(g, k));
         params[k].dryRun = ngx_http_rl_dry_run(ctx, &rules[i]) != 0;
         params[k].slotId = g->slot_id;
         costs[k] = ctx->costs[i];
@@ -550,7 +588,7 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
             continue;
         }
         /* in the terms it was counted in: an override's */
-        rl::Params p = paramsOf(&rules[i]);
+        rl::Params p = paramsOf(&rules[i], boundsOf(g, k));
         if (sharedOf(z)->marks.count > 0) {
             (void) marked(z, &rules[i], &ctx->values[i], g->now_us, &p);
         }
@@ -617,8 +655,9 @@ void ngx_http_rl_shm_check(ngx_conf_t *cf,
 ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
                                const ngx_http_rl_rule_t *rule,
                                const ngx_str_t *value,
+                               const int64_t *bounds,
                                rl_outcome_t *out) noexcept {
-    rl::Params params = paramsOf(rule);
+    rl::Params params = paramsOf(rule, bounds);
     NodeKey nk(rule, value);
     int64_t now = nowUs(z);
     rl::State fresh = {0, 0, 0};
@@ -695,27 +734,25 @@ void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,
     ngx_shmtx_unlock(&z->shpool->mutex);
 }
 
+
 ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *z,
                                  const ngx_http_rl_rule_t *rule,
                                  const ngx_str_t *value,
+                                 const int64_t *bounds,
                                  int64_t units) noexcept {
-    int64_t now = nowUs(z);
-    Pressure pr;
-    ngx_shmtx_lock(&z->shpool->mutex);
-    /* in a key value's override's terms, as its requests are counted */
-    rl::Params p = paramsOf(rule);
-    if (sharedOf(z)->marks.count > 0) {
-        (void) marked(z, rule, value, now, &p);
-    }
-    Node *n = findOrCreate(z, rule, value, rl::logSlots(p), now, nullptr, 0,
-                           &pr);
-    if (n != nullptr) {
-        rl::charge(p, n->state, units, now);
-        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
-    }
-    ngx_shmtx_unlock(&z->shpool->mutex);
-    report(z, pr);
-    return n != nullptr ? NGX_OK : NGX_ERROR;
+    return countAt(z, rule, value, bounds, units, false);
+}
+
+ngx_int_t ngx_http_rl_shm_credit(ngx_http_rl_zone_t *z,
+                                 const ngx_http_rl_rule_t *rule,
+                                 const ngx_str_t *value,
+                                 const int64_t *bounds,
+                                 int64_t units) noexcept {
+    return countAt(z, rule, value, bounds, units, true);
+}
+
+int64_t ngx_http_rl_shm_now(ngx_http_rl_zone_t *z) noexcept {
+    return nowUs(z);
 }
 
 }  // extern "C"

@@ -9,6 +9,7 @@
  *   /1/rules/NAME/keys/VALUE             a key's state; DELETE: reset
  *   /1/rules/NAME/keys/VALUE/block       POST, DELETE
  *   /1/rules/NAME/keys/VALUE/override    PUT, DELETE
+ *   /1/rules/NAME/keys/VALUE/credit      POST: N more units this period
  *   /1/rules/NAME/key[/ACTION]?value=VALUE  the same, the value in the
  *                                        query: for values a path
  *                                        segment cannot carry ("." and
@@ -16,7 +17,8 @@
  *                                        away even encoded)
  *
  * and `zone=Z` in the query on any rule path, for a name that more than
- * one zone has; `key=VALUE` in the query for an empty VALUE in the path
+ * one zone has; `anchor=D` (1 to 28) on a key's paths, the key's billing
+ * day for a rule whose anchor= is a variable (SPEC section 12); `key=VALUE` in the query for an empty VALUE in the path
  * (a value with a NUL byte: nginx refuses %00 in a path). A value may
  * have any length a request line can carry. Segments are cut at '/'
  * before they are percent-decoded, so a name or a value may hold any
@@ -40,6 +42,7 @@ enum class Route : uint8_t {
     Key,
     Block,
     Override,
+    Credit,
 };
 
 enum class Method : uint8_t { Get, Head, Post, Put, Delete, Other };
@@ -65,6 +68,7 @@ struct Request {
                                    the /key paths: its value=) */
     std::string_view zone;      /* ?zone=, decoded; empty: not given */
     size_t top = kDefaultTop;   /* ?n=, at most kMaxTop */
+    int anchor = 0;             /* ?anchor=, 1 to 28; 0: not given */
 };
 
 /* Parses `path` (from its first '/', below the location) and `query`
