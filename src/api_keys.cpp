@@ -230,7 +230,8 @@ void logWrite(Operation *op) {
         d = ngx_slprintf(d, end, " to %L", op->change.limit);
     }
     if (op->change.units > 0) {
-        d = ngx_slprintf(d, end, " with %L units", op->change.units);
+        d = ngx_slprintf(d, end, " with %L unit%s", op->change.units,
+                         op->change.units == 1 ? "" : "s");
     }
     if (op->change.ttl > 0) {
         d = ngx_slprintf(d, end, " for %L s", op->change.ttl);

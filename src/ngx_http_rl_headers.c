@@ -121,11 +121,16 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
 
 
 /*
- * draft-ietf-httpapi-ratelimit-headers-10:
+ * draft-ietf-httpapi-ratelimit-headers-11 (Lists of Items, each a String
+ * and its Parameters):
  *     RateLimit-Policy: "NAME";q=N;w=SECONDS, ...   (every rule applied;
- *                       a concurrency= rule's: "NAME";q=N;
+ *                       w whole seconds, a calendar rule's its period's
+ *                       length; a concurrency= rule's: "NAME";q=N;
  *                       qu="concurrent-requests", no window)
- *     RateLimit: "NAME";r=REMAINING;t=RESET          (the binding rule)
+ *     RateLimit: "NAME";r=AVAILABLE;t=EFFECTIVE_WINDOW  (the binding
+ *                       rule: X-RateLimit-Remaining and -Reset; t is no
+ *                       earlier than Retry-After, as -11 asks)
+ * No pk: a partition key would hand clients the rules' key values.
  */
 
 static ngx_int_t
