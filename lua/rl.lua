@@ -142,10 +142,13 @@ local function spec(s)
     if limit < 1 or window < 1 or burst < 0 or delay < 0 then
         return redis.error_reply('ERR rl: bad arguments in spec ' .. s)
     end
+    local v = { alg, limit, window, burst, delay, flags % 2 == 1, text }
     -- ([8] and [9]: an override's, lua/override.lua; [10]: a calendar
-    -- rule's records carry bounds)
-    local v = { alg, limit, window, burst, delay, flags % 2 == 1, text,
-                nil, nil, flags % 8 >= 4 }
+    -- rule's records carry bounds, set apart: the table of every other
+    -- spec stays as small)
+    if flags >= 4 then
+        v[10] = true
+    end
     SPECS[s] = v
     return v
 end
@@ -362,9 +365,12 @@ for pass = refunding and 1 or 2, 2 do
         elseif v[10] then
             slot = string.sub(H, nxt, nxt + 23)
             nxt = nxt + 24
+            if nxt > size + 1 then
+                return redis.error_reply(BAD .. 'a rule at byte ' .. pos + 16)
+            end
         end
         if not key or (cost < 0 and mode ~= 'charge' and mode ~= 'credit')
-           or nxt > size + 1 then
+        then
             return redis.error_reply(BAD .. 'a rule at byte ' .. pos + 16)
         end
         pos = nxt
@@ -471,7 +477,8 @@ for pass = refunding and 1 or 2, 2 do
                 if i > 1 then
                     -- a further rule: k s c
                     if pos + 23 > size then
-                        return redis.error_reply(BAD .. 'a rule at byte ' .. pos)
+                        return redis.error_reply(BAD .. 'a rule at byte '
+                                                 .. pos)
                     end
                     k, s, cost, nxt = struct.unpack('<ddd', H, pos)
                     key, v = k <= NK and KEYS[k], SPECS[s] or spec(s)
@@ -485,9 +492,13 @@ for pass = refunding and 1 or 2, 2 do
                     elseif v[10] then
                         slot = string.sub(H, nxt, nxt + 23)
                         nxt = nxt + 24
+                        if nxt > size + 1 then
+                            return redis.error_reply(BAD .. 'a rule at byte '
+                                                     .. pos)
+                        end
                     end
                     if not key or (cost < 0 and mode ~= 'charge' and
-                                   mode ~= 'credit') or nxt > size + 1 then
+                                   mode ~= 'credit') then
                         return redis.error_reply(BAD .. 'a rule at byte ' .. pos)
                     end
                     pos = nxt

@@ -109,14 +109,12 @@ ngx_uint_t queueOf(const Node *n) {
     return queueOf(blockOf(n));
 }
 
+/* (bounds: a calendar rule's period, SPEC section 12; NULL for others) */
 rl::Params paramsOf(const ngx_http_rl_rule_t *rule,
                     const int64_t *bounds = nullptr) {
     rl::Params p{static_cast<rl::Algorithm>(rule->algorithm), rule->limit,
                  rule->window_us, rule->burst, rule->delay};
-    if (bounds != nullptr) {
-        /* a calendar rule's period (SPEC section 12) */
-        ngx_memcpy(p.bounds, bounds, sizeof(p.bounds));
-    }
+    p.bounds = bounds;
     return p;
 }
 

@@ -986,11 +986,12 @@ using rl::Algorithm;
 constexpr int64_t kS = 1000000;
 
 /* A calendar day from 1000 s to 1000 s + a 23-hour day, the next of 25. */
+constexpr int64_t kDayBounds[3] = {1000 * kS, 1000 * kS + 23 * 3600 * kS,
+                                   1000 * kS + 48 * 3600 * kS};
+
 rl::Params calendarDay(uint64_t limit) {
     rl::Params p{Algorithm::FixedWindow, limit, 86400ULL * 1000000, 0, 0};
-    p.bounds[0] = 1000 * kS;
-    p.bounds[1] = p.bounds[0] + 23 * 3600 * kS;
-    p.bounds[2] = p.bounds[1] + 25 * 3600 * kS;
+    p.bounds = kDayBounds;
     return p;
 }
 
@@ -1024,8 +1025,9 @@ TEST(Calendar, CountsInThePeriodAndResetsAtItsEnd) {
     /* a state whose period has not ended keeps counting, whatever the
      * bounds say (a key's billing day changed: its period runs out) */
     rl::Params later = p;
-    later.bounds[0] -= 3600 * kS;
-    later.bounds[1] -= 3600 * kS;
+    const int64_t earlier[3] = {kDayBounds[0] - 3600 * kS,
+                                kDayBounds[1] - 3600 * kS, kDayBounds[2]};
+    later.bounds = earlier;
     EXPECT_FALSE(rl::check(later, s, nullptr, 1, p.bounds[1] - 7200 * kS)
                      .ok);
 }

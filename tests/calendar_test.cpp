@@ -212,7 +212,8 @@ TEST(Periods, UtcDaysAndHoursAreTheEpochsWindows) {
     TimeZone z = TimeZone::utc();
     for (int64_t t : {int64_t(0), utc(2025, 3, 30, 12, 34, 56),
                       utc(2024, 2, 29, 23, 59, 59)}) {
-        expectPeriod(z, Unit::Day, 0, t, t / kDay * kDay, t / kDay * kDay + kDay);
+        expectPeriod(z, Unit::Day, 0, t, t / kDay * kDay,
+                     t / kDay * kDay + kDay);
         expectPeriod(z, Unit::Hour, 0, t, t / kHour * kHour,
                      t / kHour * kHour + kHour);
     }

@@ -91,6 +91,7 @@ struct Twin {
     rl::calendar::Unit unit = rl::calendar::Unit::Day;
     int anchor = 0;
     int64_t skewUs = 0;
+    int64_t bounds[3] = {0, 0, 0};  /* what p.bounds points to */
 
     void at(int64_t now) {
         if (zone == nullptr) {
@@ -100,9 +101,10 @@ struct Twin {
             rl::calendar::boundsAt(*zone, unit, anchor, now + skewUs);
         int64_t v[3] = {b.start, b.end, b.next};
         for (int i = 0; i < 3; i++) {
-            p.bounds[i] = v[i];
+            bounds[i] = v[i];
             rule.bounds[i] = v[i];
         }
+        p.bounds = bounds;  /* (a copied twin points to its own) */
     }
 };
 

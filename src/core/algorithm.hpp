@@ -59,14 +59,16 @@ struct Params {
      * commit() holds and refund() releases */
     uint64_t slotId = 0;
     /* fixed_window counting calendar periods (rate=Nr/month...,
-     * src/core/calendar.hpp): the start and end of the period holding
-     * the time its bounds were made at and the next period's end, in us
-     * (all 0: windows of windowUs from the epoch). A request's time
-     * picks its period among them (periodEnd()); windowUs is then only
-     * the unit's nominal length, for the reply's bounds. */
-    int64_t bounds[3] = {0, 0, 0};
+     * src/core/calendar.hpp): 3 times in us, the start and end of the
+     * period holding the time they were made at and the next period's
+     * end (NULL: windows of windowUs from the epoch), kept by the caller
+     * while it decides (a pointer: a request's arrays of Params are made
+     * for every rule it could have). A request's time picks its period
+     * among them (periodEnd()); windowUs is then only the unit's nominal
+     * length, for the reply's bounds. */
+    const int64_t* bounds = nullptr;
 
-    bool calendar() const { return bounds[2] > 0; }
+    bool calendar() const { return bounds != nullptr; }
 };
 
 /* A calendar rule's period that `nowUs` falls in, by its end: the first
