@@ -26,8 +26,9 @@
 -- directly).
 local STATE
 
--- get(key, bytes) -> the numbers of key's state, if it has that size
-local function get(key, bytes)
+-- get(key, bytes[, longer]) -> the numbers of key's state, if it has
+-- that size (longer: or 24 bytes, a fixed window's with its credit)
+local function get(key, bytes, longer)
     local v
     if STATE then
         v = STATE[key]
@@ -43,7 +44,15 @@ local function get(key, bytes)
     else
         v = redis.call('GET', key)
     end
-    if v and #v == bytes then
+    if longer and v and #v == 16 then
+        -- (struct.unpack gives the position after the numbers too: no
+        -- third number for a 16-byte state)
+        local a, b = struct.unpack('<dd', v)
+        return a, b
+    elseif longer and v and #v == 24 then
+        local a, b, c = struct.unpack('<ddd', v)
+        return a, b, c
+    elseif v and #v == bytes then
         return struct.unpack(bytes == 16 and '<dd' or '<ddd', v)
     end
 end

@@ -35,7 +35,7 @@ local function parse(v, on)
        ((alg == 'sliding_log' or alg == 'concurrency') and n > 1e5) then
         return nil
     end
-    local burst = flags >= 2 and n or v[4]
+    local burst = flags % 4 >= 2 and n or v[4]
     if alg == 'token_bucket' or alg == 'leaky_bucket' or alg == 'gcra' then
         local a, b = n, v[3]
         while b > 0 do

@@ -5,7 +5,8 @@
 -- The build prepends one chunk per algorithm file (fixed_window.lua, ...),
 -- each returning { check = f, refund = f } and, but for sliding_log,
 -- charge = f (sliding_log: and commit = f; concurrency.lua, the
--- in-flight limit: commit = f, renew = f, slot = true, and no charge)
+-- in-flight limit: commit = f, renew = f, slot = true, and no charge;
+-- fixed_window.lua: credit = f)
 -- and run only when needed: algorithm(name) gives it (lua/embed.sh),
 -- then this driver.
 --
@@ -27,11 +28,17 @@
 --           ARGV[s + 1], its cost c; a concurrency rule's cost is 1, and its c is 8 bytes naming
 --           the request's slot (not a number: the member its key holds);
 --           8 zero bytes name none: a cost of 0 (a read, as the
---           operator API's)
+--           operator API's). A calendar rule's (spec flag 4) is
+--           followed by its period's bounds, 3 more doubles: the start
+--           and end of the period holding the time nginx sent it at,
+--           and the next period's end (src/core/calendar.hpp); its
+--           algorithm (fixed_window) picks the period its time t falls
+--           in (on Redis' clock) with them
 -- ARGV[2..] the specs of the call's rules, each once: limit N (0: a
 --           live limit of 0, which rejects every request; see spec()),
 --           window_us W, burst B, delay D, flags (1: a dry run; 2: B
---           is N's default, and follows an override of N), the length
+--           is N's default, and follows an override of N; 4: a
+--           calendar rule, its records carry bounds), the length
 --           of the algorithm's name, packed like ARGV[1], then the
 --           algorithm's name and the rule's (see src/core/script.hpp)
 -- ARGV[#ARGV] "refund" for a refund: give back what each request's
@@ -40,7 +47,11 @@
 --           "renew": each record's slots expire a hold after its time
 --           t (their requests still run; other rules are not read);
 --           "charge": each rule counts c more units at its time t
---           (charge=: c < 0 gives -c back, as a refund at t)
+--           (charge=: c < 0 gives -c back, as a refund at t);
+--           "credit": each rule's usage goes down by c units at its
+--           time t (the operator API's credit: a fixed window's count
+--           below zero if need be, until its window or period ends;
+--           the other algorithms give c back as a refund at t would)
 --
 -- Numbers go packed, and specs once per call, because each argument
 -- costs Redis about as much as a short command, and parsing a decimal
@@ -78,7 +89,7 @@
 -- Redis expires keys on a millisecond clock, and before 7.2 a PEXPIRE of
 -- 1 may even delete the key at once when a millisecond ticks meanwhile
 -- (redis/redis#10300). For a request of t < 0, that time is -t us nearer.
--- Reply (refund, renew, charge): 1
+-- Reply (refund, renew, charge, credit): 1
 --
 -- Leases (SPEC section 6): a request that asks for k units (n above) is
 -- decided as any other; if it is admitted, it is granted g, the most up
@@ -102,6 +113,7 @@ local last = #ARGV
 -- waits for them): every record is read, then each is done (pass 2)
 local mode = ARGV[last]
 local refunding = mode == 'refund' or mode == 'renew' or mode == 'charge'
+                  or mode == 'credit'
 if refunding then
     last = last - 1
 end
@@ -142,6 +154,12 @@ local function spec(s)
                 renew = alg.renew, slot = alg.slot }
     end
     local v = { alg, limit, window, burst, delay, flags % 2 == 1, text }
+    -- ([8] and [9]: an override's, lua/override.lua; [10]: a calendar
+    -- rule's records carry bounds, set apart: the table of every other
+    -- spec stays as small)
+    if flags >= 4 then
+        v[10] = true
+    end
     SPECS[s] = v
     return v
 end
@@ -349,12 +367,21 @@ for pass = refunding and 1 or 2, 2 do
         if v.err then
             return v
         end
+        -- a concurrency rule's slot, or a calendar rule's bounds (its
+        -- algorithm's last argument)
         local slot
         if v[1].slot then
             slot = string.sub(H, nxt - 8, nxt - 1)
             cost = slot ~= NOSLOT and 1 or 0
+        elseif v[10] then
+            slot = string.sub(H, nxt, nxt + 23)
+            nxt = nxt + 24
+            if nxt > size + 1 then
+                return redis.error_reply(BAD .. 'a rule at byte ' .. pos + 16)
+            end
         end
-        if not key or (cost < 0 and mode ~= 'charge') then
+        if not key or (cost < 0 and mode ~= 'charge' and mode ~= 'credit')
+        then
             return redis.error_reply(BAD .. 'a rule at byte ' .. pos + 16)
         end
         pos = nxt
@@ -422,7 +449,8 @@ for pass = refunding and 1 or 2, 2 do
                     -- more request fits, checked on the state it wrote,
                     -- not until the rule is whole (kept if one fits now)
                     local fits, _, _, r =
-                        alg.check(key, now, v[2], v[3], v[4], 1, v[5])
+                        alg.check(key, now, v[2], v[3], v[4], 1, v[5],
+                                  slot)
                     if not fits then
                         reset = r
                     end
@@ -459,6 +487,10 @@ for pass = refunding and 1 or 2, 2 do
             for i = 1, n do
                 if i > 1 then
                     -- a further rule: k s c
+                    if pos + 23 > size then
+                        return redis.error_reply(BAD .. 'a rule at byte '
+                                                 .. pos)
+                    end
                     k, s, cost, nxt = struct.unpack('<ddd', H, pos)
                     key, v = k <= NK and KEYS[k], SPECS[s] or spec(s)
                     if v.err then
@@ -467,9 +499,17 @@ for pass = refunding and 1 or 2, 2 do
                     slot = nil
                     if v[1].slot then
                         slot = string.sub(H, nxt - 8, nxt - 1)
-            cost = slot ~= NOSLOT and 1 or 0
+                        cost = slot ~= NOSLOT and 1 or 0
+                    elseif v[10] then
+                        slot = string.sub(H, nxt, nxt + 23)
+                        nxt = nxt + 24
+                        if nxt > size + 1 then
+                            return redis.error_reply(BAD .. 'a rule at byte '
+                                                     .. pos)
+                        end
                     end
-                    if not key or (cost < 0 and mode ~= 'charge') then
+                    if not key or (cost < 0 and mode ~= 'charge' and
+                                   mode ~= 'credit') then
                         return redis.error_reply(BAD .. 'a rule at byte ' .. pos)
                     end
                     pos = nxt
@@ -487,7 +527,7 @@ for pass = refunding and 1 or 2, 2 do
                         elseif ovr and OVR[key] then
                             v = ovr(v, OVR[key])
                         end
-                    elseif pass == 2 and mode ~= 'renew' and not slot then
+                    elseif pass == 2 and mode ~= 'renew' and not v[1].slot then
                         -- what the decision read: the override, if any
                         -- (a slot's release needs none)
                         local on = redis.call('MGET', KEYS[k + NK])[1]
@@ -527,7 +567,7 @@ for pass = refunding and 1 or 2, 2 do
                             -- (below): the part, its rule, its figures
                             fixes = fixes or {}
                             fixes[#fixes + 1] = { np + 1, key, v, left,
-                                                  reset, retry }
+                                                  reset, retry, slot }
                         end
                         if ask > 0 then
                             -- a lease: the most every rule admits after
@@ -536,7 +576,7 @@ for pass = refunding and 1 or 2, 2 do
                                 ask = left - cost
                             end
                             lease = lease or {}
-                            lease[#lease + 1] = { key, v, cost }
+                            lease[#lease + 1] = { key, v, cost, slot }
                         end
                         if cost > 0 then
                             pending[m + 1], pending[m + 2], pending[m + 3] =
@@ -586,7 +626,7 @@ for pass = refunding and 1 or 2, 2 do
                         -- each record reads what the one before wrote
                         if alg.charge then
                             local ttl, a, b, x = alg.charge(key, now, v[2],
-                                v[3], v[4], cost, v[5])
+                                v[3], v[4], cost, v[5], slot)
                             if STATE then
                                 write(key, alg, ttl, age, a, b, x)
                             else
@@ -601,8 +641,27 @@ for pass = refunding and 1 or 2, 2 do
                                 end
                             end
                         end
-                    elseif mode == 'refund' or cost < 0 then
-                        -- (a charge below 0 gives back at its time)
+                    elseif mode == 'credit' and alg.credit then
+                        -- a fixed window's count c lower at now, below
+                        -- zero if need be (its credit, kept apart from
+                        -- what it counted: a refund never takes it), the
+                        -- state made for now's window if it has none
+                        local ttl, a, b, x = alg.credit(key, now, v[2],
+                            v[3], v[4], cost, v[5], slot)
+                        local state = x and struct.pack('<ddd', a, b, x)
+                                      or struct.pack('<dd', a, b)
+                        if ttl then
+                            redis.call('SET', key, state, 'PX',
+                                       px(ttl - age > 1 and ttl - age or 1))
+                        else
+                            redis.call('SET', key, state, 'KEEPTTL')
+                        end
+                    elseif mode == 'refund' or cost < 0 or
+                           (mode == 'credit' and cost > 0 and
+                            not alg.commit) then
+                        -- (a charge below 0 gives back at its time; so
+                        -- does a credit of the other algorithms: what
+                        -- they keep cannot go below a fresh state's)
                         alg.refund(key, now, v[2], v[3], v[4],
                                    cost < 0 and -cost or cost, v[5], slot)
                     end
@@ -623,7 +682,7 @@ for pass = refunding and 1 or 2, 2 do
                         local alg = r[2][1]
                         local ok, _, _, _, _, ttl, a, b, c =
                             alg.check(r[1], now, r[2][2], r[2][3], r[2][4],
-                                      r[3] + g, r[2][5])
+                                      r[3] + g, r[2][5], r[4])
                         if not ok then
                             w = nil
                             break
@@ -664,7 +723,7 @@ for pass = refunding and 1 or 2, 2 do
                     local f = fixes[j]
                     local v = f[3]
                     local fits, _, _, reset = v[1].check(f[2], now, v[2],
-                        v[3], v[4], 1, v[5])
+                        v[3], v[4], 1, v[5], f[7])
                     if fits then
                         reset = f[5]
                     end

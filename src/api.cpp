@@ -10,6 +10,7 @@
 
 #include "api.hpp"
 
+#include "core/algorithm.hpp"
 #include "core/key_text.hpp"
 #include "core/usage.hpp"
 #include "live.hpp"
@@ -188,6 +189,19 @@ Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
     } else {
         seconds(out.raw(",\"window\":"), rule->window_us);
     }
+    if (rule->calendar != nullptr) {
+        /* a calendar rule (SPEC section 12): "window" is its unit's
+         * nominal length; its periods are the zone's */
+        ngx_str_t unit, tz, anchor;
+        ngx_http_rl_calendar_describe(rule, &unit, &tz, &anchor);
+        out.raw(",\"period\":").str(viewOf(unit))
+            .raw(",\"tz\":").str(viewOf(tz)).raw(",\"anchor\":");
+        if (anchor.len > 0) {
+            out.str(viewOf(anchor));
+        } else {
+            out.raw("null");
+        }
+    }
     out.raw(",\"key\":").str(viewOf(rule->key.value))
         .raw(",\"requests\":");
     outcomes(out, s != nullptr ? s->outcomes : nullptr).raw(",\"usage\":[");
@@ -329,6 +343,25 @@ bool keyOf(ngx_http_request_t *r, const RuleSet &set, std::string_view text,
     return true;
 }
 
+/* A credit (SPEC section 12) lowers a count: a window's or a bucket's.
+ * sliding_log keeps the times of the last N requests, concurrency the
+ * requests in progress: no count a credit could lower. */
+bool creditable(const RuleSet &set, Error *err) {
+    for (size_t k = 0; k < set.n; k++) {
+        auto a = static_cast<Algorithm>(set.rules[k]->algorithm);
+        if (!takesCredit(a)) {
+            *err = {400, "CreditRefused",
+                    a == Algorithm::Concurrency
+                        ? "a concurrency= rule counts the requests in "
+                          "progress: no units to credit"
+                        : "a sliding_log keeps the times of its last N "
+                          "requests: no count a credit can lower"};
+            return false;
+        }
+    }
+    return true;
+}
+
 /* A write's body, once read: its members as the route asks them. A
  * block: ttl, reason; an override: limit (1 to 1e9), ttl; a live limit:
  * limit (0 to 1e9: 0 rejects every request), ttl, reason; a trial:
@@ -375,6 +408,11 @@ bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
                                   "1e9");
             }
             c->limit = m.number;
+        } else if (m.name == "units" && route == Route::Credit) {
+            if (!number || m.number < 1 || m.number > 1000000000) {
+                return bad("\"units\" is a whole number from 1 to 1e9");
+            }
+            c->units = m.number;
         } else {
             return bad(route == Route::Block
                            ? "a block takes \"ttl\" and \"reason\" only"
@@ -382,8 +420,10 @@ bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
                            ? "a live limit takes \"limit\", \"ttl\" and "
                              "\"reason\" only"
                        : trial ? "a trial takes \"limit\" and \"ttl\" only"
-                               : "an override takes \"limit\" and \"ttl\" "
-                                 "only");
+                       : route == Route::Credit
+                           ? "a credit takes \"units\" only"
+                           : "an override takes \"limit\" and \"ttl\" "
+                             "only");
         }
     }
     if ((route == Route::Override || live) && c->limit < 0) {
@@ -395,6 +435,10 @@ bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
         return bad("a trial needs \"ttl\" (1 to 86400 seconds): it ends by "
                    "itself");
     }
+    if (route == Route::Credit && (c->units == 0 || c->ttl != 0)) {
+        return bad("a credit takes \"units\", a whole number from 1 to "
+                   "1e9, only");
+    }
     return true;
 }
 
@@ -405,6 +449,7 @@ struct Pending {
     RuleSet set;
     std::string_view value;
     Route route;
+    int anchor;
 };
 
 void pendingTag(void *) noexcept {}
@@ -438,6 +483,7 @@ void bodyRead(ngx_http_request_t *r) noexcept {
     json::Object body;
     const char *why = nullptr;
     Change change;
+    change.anchor = p->anchor;
     ngx_int_t rc;
     if (!fits) {
         rc = sendError(r, {413, "BodyInvalid",
@@ -459,7 +505,7 @@ void bodyRead(ngx_http_request_t *r) noexcept {
 
 /* POST and PUT: JSON, no longer than kMaxBody, read before the write. */
 ngx_int_t readBody(ngx_http_request_t *r, const RuleSet &set,
-                   std::string_view value, Route route) {
+                   std::string_view value, Route route, int anchor) {
     ngx_table_elt_t *type = r->headers_in.content_type;
     std::string_view t = type != nullptr ? viewOf(type->value) : "";
     size_t end = t.find(';');
@@ -484,7 +530,7 @@ ngx_int_t readBody(ngx_http_request_t *r, const RuleSet &set,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     cln->handler = pendingTag;
-    *static_cast<Pending *>(cln->data) = {set, value, route};
+    *static_cast<Pending *>(cln->data) = {set, value, route, anchor};
     r->request_body_in_single_buf = 1;
     ngx_int_t rc = ngx_http_read_client_request_body(r, bodyRead);
     return rc >= NGX_HTTP_SPECIAL_RESPONSE ? rc : NGX_DONE;
@@ -607,7 +653,7 @@ ngx_int_t handle(ngx_http_request_t *r) {
     }
     if (req.route == Route::Limit || req.route == Route::Trial) {
         return method == Method::Put
-                   ? readBody(r, set, {}, req.route)
+                   ? readBody(r, set, {}, req.route, 0)
                    : liveOperation(r, set.first->named, req.route, method,
                                    Change{});
     }
@@ -615,10 +661,15 @@ ngx_int_t handle(ngx_http_request_t *r) {
     if (!keyOf(r, set, req.value, &value, &err)) {
         return refuse(r, err);
     }
-    if (method == Method::Post || method == Method::Put) {
-        return readBody(r, set, value, req.route);
+    if (req.route == Route::Credit && !creditable(set, &err)) {
+        return refuse(r, err);
     }
-    return keyOperation(r, set, value, req.route, method, Change{});
+    if (method == Method::Post || method == Method::Put) {
+        return readBody(r, set, value, req.route, req.anchor);
+    }
+    Change change;
+    change.anchor = req.anchor;
+    return keyOperation(r, set, value, req.route, method, change);
 }
 
 }  // namespace

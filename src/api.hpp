@@ -69,6 +69,8 @@ struct Change {
     std::string_view reason;    /* a block's, a live limit's */
     int64_t limit = -1;         /* an override's, a live limit's or a
                                    trial's; -1: none given */
+    int64_t units = 0;          /* a credit's (SPEC section 12) */
+    int anchor = 0;             /* ?anchor=: the key's billing day */
 };
 
 /* A key's state (GET), or a write: answers r, now or once its store

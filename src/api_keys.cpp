@@ -12,7 +12,9 @@
  * waits for their replies (or the zone's timeout, a second at least),
  * held by nginx's own count, and a pool cleanup lets them go if it goes
  * first. A write, once Redis took it, drops what this instance caches of
- * the key (its deny cache entries, its leases), and is logged.
+ * the key (its deny cache entries, its leases), and is logged. A credit
+ * (SPEC section 12) is the script's own call ("credit"), followed on the
+ * same connection by the state's read, which its answer shows.
  *
  * Embedded zones answer at once, from shared memory.
  */
@@ -103,6 +105,8 @@ struct Operation {
     ngx_str_t block;            /* PREFIX{VALUE} */
     Args *state;                /* the state's read, for a retry */
     bool retried;
+    bool retriedWrite;          /* a credit, once */
+    ngx_int_t anchor;           /* ?anchor=: the key's billing day, 0 */
     /* what came back */
     const char *failure;        /* NULL, or why the store could not */
     rl_outcome_t *outcomes;     /* per state of the name (set.n) */
@@ -142,6 +146,20 @@ ngx_http_rl_zone_t *zoneOf(const Operation *op) {
     return op->set.first->zone;
 }
 
+/* State k's period bounds now, if it is a calendar rule's (in out),
+ * for the key's billing day (?anchor=, an anchor variable's rules; else
+ * the rule's own anchor, or the 1st); NULL for others. */
+const int64_t *boundsOf(const Operation *op, size_t k, int64_t *out) {
+    const ngx_http_rl_rule_t *rule = op->set.rules[k];
+    if (rule->calendar == nullptr) {
+        return nullptr;
+    }
+    ngx_http_rl_calendar_bounds_at(rule, op->anchor,
+                                   ngx_http_rl_calendar_now(rule->zone),
+                                   out);
+    return out;
+}
+
 /* ----------------------------------------------------------------- */
 /* answers                                                            */
 
@@ -150,7 +168,8 @@ int64_t secondsOf(int64_t ms) {
 }
 
 /* GET: {"key", "limit", "remaining", "reset", "blocked", "override"}
- * of the rule (of those of that name) that binds, as headers say. */
+ * of the rule (of those of that name) that binds, as headers say; a
+ * credit's answer has "credit" (its units) after "key". */
 ngx_int_t answerState(Operation *op) {
     size_t n = op->set.n;
     size_t b = rl_binding_rule(op->outcomes, n, op->allowed);
@@ -158,8 +177,11 @@ ngx_int_t answerState(Operation *op) {
     int64_t limit = o.limit > 0 ? o.limit
                                 : static_cast<int64_t>(op->set.rules[b]->limit);
     Json out(op->r->pool);
-    keyValue(out.raw("{\"key\":"), op->set, op->value)
-        .raw(",\"limit\":").num(limit)
+    keyValue(out.raw("{\"key\":"), op->set, op->value);
+    if (op->route == Route::Credit) {
+        out.raw(",\"credit\":").num(op->change.units);
+    }
+    out.raw(",\"limit\":").num(limit)
         .raw(",\"remaining\":").num(o.remaining > 0 ? o.remaining : 0)
         .raw(",\"reset\":")
         .num(secondsOf(op->allowed ? o.reset_ms : o.retry_ms))
@@ -196,6 +218,8 @@ void logWrite(Operation *op) {
     } else if (op->route == Route::Override) {
         what = op->method == Method::Put ? "set the override of"
                                          : "removed the override of";
+    } else if (op->route == Route::Credit) {
+        what = "credited";
     }
     if (op->route == Route::Block && op->method == Method::Post) {
         char reason[128 + 3];
@@ -205,12 +229,21 @@ void logWrite(Operation *op) {
     if (op->change.limit > 0) {
         d = ngx_slprintf(d, end, " to %L", op->change.limit);
     }
+    if (op->change.units > 0) {
+        d = ngx_slprintf(d, end, " with %L unit%s", op->change.units,
+                         op->change.units == 1 ? "" : "s");
+    }
     if (op->change.ttl > 0) {
         d = ngx_slprintf(d, end, " for %L s", op->change.ttl);
     }
     if (op->route == Route::Key) {
         d = ngx_slprintf(d, end, " (%L states forgotten)",
                          op->deleted);
+    } else if (op->route == Route::Credit) {
+        d = ngx_slprintf(d, end, " (remaining now %L)",
+                         op->outcomes[rl_binding_rule(op->outcomes, op->set.n,
+                                                      op->allowed)]
+                             .remaining);
     } else {
         d = ngx_slprintf(d, end, " (was: %s%*s%s)",
                          op->hadOld ? "\"" : "nothing", wlen, was,
@@ -224,15 +257,19 @@ void logWrite(Operation *op) {
                   static_cast<size_t>(d - detail), detail);
 }
 
-/* The write in the zone's audit (SPEC section 11), whence the other
- * instances learn it within a second: a Redis zone's. */
-void audit(Operation *op) {
+/* Every write of a key, once its store took it: logged, and in the
+ * zone's audit (SPEC section 11), whence the other instances learn it
+ * within a second (a Redis zone's). */
+void recordWrite(Operation *op) {
+    logWrite(op);
     ngx_http_rl_zone_t *z = zoneOf(op);
     if (ngx_http_rl_embedded(z)) {
         return;
     }
     const char *action = "reset";
-    if (op->route == Route::Block) {
+    if (op->route == Route::Credit) {
+        action = "credit";
+    } else if (op->route == Route::Block) {
         action = op->method == Method::Post ? "block" : "unblock";
     } else if (op->route == Route::Override) {
         action = op->method == Method::Put ? "override" : "unoverride";
@@ -241,6 +278,8 @@ void audit(Operation *op) {
     detail.raw("{");
     if (op->route == Route::Key) {
         detail.raw("\"states\":").num(op->deleted);
+    } else if (op->route == Route::Credit) {
+        detail.raw("\"units\":").num(op->change.units);
     } else if (op->method != Method::Delete) {
         if (op->change.limit > 0) {
             detail.raw("\"limit\":").num(op->change.limit).raw(",");
@@ -270,11 +309,13 @@ ngx_int_t answerWrite(Operation *op) {
     ngx_str_t value = {op->value.size(), reinterpret_cast<u_char *>(
                                              const_cast<char *>(
                                                  op->value.data()))};
-    forgetKey(mainConf(r), zoneOf(op),
-              op->route == Route::Key ? &op->set.first->name : nullptr,
+    bool one = op->route == Route::Key || op->route == Route::Credit;
+    forgetKey(mainConf(r), zoneOf(op), one ? &op->set.first->name : nullptr,
               &value);
-    logWrite(op);
-    audit(op);
+    recordWrite(op);
+    if (op->route == Route::Credit) {
+        return answerState(op);     /* what the key has now */
+    }
     if (op->route == Route::Block && op->method == Method::Post) {
         Json out(r->pool);
         keyValue(out.raw("{\"key\":"), op->set, op->value)
@@ -336,9 +377,21 @@ ngx_int_t embedded(Operation *op) {
         }
         return answerWrite(op);
     }
-    if (op->route == Route::Key) {
+    if (op->route == Route::Credit) {
         for (size_t k = 0; k < op->set.n; k++) {
+            int64_t bounds[3];
+            if (ngx_http_rl_shm_credit(z, op->set.rules[k], &value,
+                                       boundsOf(op, k, bounds),
+                                       op->change.units) != NGX_OK) {
+                return unavailable(op, "the zone has no room for the key");
+            }
+        }
+    }
+    if (op->route == Route::Key || op->route == Route::Credit) {
+        for (size_t k = 0; k < op->set.n; k++) {
+            int64_t bounds[3];
             ngx_http_rl_shm_peek(z, op->set.rules[k], &value,
+                                 boundsOf(op, k, bounds),
                                  &op->outcomes[k]);
         }
         auto *reason = static_cast<char *>(ngx_pnalloc(op->r->pool, 512));
@@ -354,7 +407,8 @@ ngx_int_t embedded(Operation *op) {
         op->markLimit = static_cast<int64_t>(v.limit);
         /* blocked: every rule rejects, none is asked */
         op->allowed = v.kind == 1 ? 0 : 1;
-        return answerState(op);
+        return op->route == Route::Credit ? answerWrite(op)
+                                          : answerState(op);
     }
     marks::Op what = op->route == Route::Block
                          ? (op->method == Method::Post ? marks::Op::Block
@@ -417,12 +471,13 @@ ngx_int_t conclude(Operation *op) {
     }
     return op->route == Route::Key && op->method != Method::Delete
                ? answerState(op)
-               : answerWrite(op);
+               : answerWrite(op);  /* a credit's shows the state too */
 }
 
 void onTimer(ngx_event_t *ev) noexcept {
     auto *op = static_cast<Operation *>(ev->data);
     bool write = op->route != Route::Key || op->method == Method::Delete;
+    /* (a credit is a write) */
     if (write) {
         ngx_log_error(NGX_LOG_WARN, op->r->connection->log, 0,
                       "rl_api: no answer from Redis to a write of rule "
@@ -455,13 +510,27 @@ bool sendOn(Link *link, Operation *op, Ask ask, Args &a) {
 }
 
 /* The state's read: the script with a cost of 0 for each rule of the
- * name (EVALSHA sha 2n keys block-keys head specs). */
-Args *stateArgs(Operation *op, bool eval) {
+ * name (EVALSHA sha 2n keys block-keys head specs); a credit: the
+ * script's "credit" of `units` in each. */
+Args *stateArgs(Operation *op, bool eval, uint64_t units = 0) {
     ngx_pool_t *pool = op->r->pool;
     size_t n = op->set.n;
-    Args *a = makeArgs(pool, 4 + 3 * n);
-    auto *head = static_cast<u_char *>(ngx_pnalloc(pool,
-                                                   stateReadHeadBytes(n)));
+    Args *a = makeArgs(pool, 5 + 3 * n);
+    /* calendar rules' bounds, now (their records carry them) */
+    auto **bounds = static_cast<const int64_t **>(
+        ngx_pcalloc(pool, n * sizeof(int64_t *)));
+    auto *all = static_cast<int64_t *>(ngx_palloc(pool,
+                                                  3 * n * sizeof(int64_t)));
+    if (bounds == nullptr || all == nullptr) {
+        return nullptr;
+    }
+    size_t calendars = 0;
+    for (size_t k = 0; k < n; k++) {
+        bounds[k] = boundsOf(op, k, &all[3 * k]);
+        calendars += bounds[k] != nullptr ? 1 : 0;
+    }
+    auto *head = static_cast<u_char *>(
+        ngx_pnalloc(pool, keyCallHeadBytes(n, calendars)));
     auto *nkeys = static_cast<u_char *>(ngx_pnalloc(pool, NGX_INT64_LEN));
     if (a == nullptr || head == nullptr || nkeys == nullptr) {
         return nullptr;
@@ -487,10 +556,15 @@ Args *stateArgs(Operation *op, bool eval) {
         /* each key's block key: its first bytes */
         a->push(a->argv[3 + k], blockKeyLength(a->len[3 + k]));
     }
-    u_char *p = stateReadHead(head, n);
+    /* (RL_TEST_CLOCK=nginx: at nginx's time, as its requests) */
+    u_char *p = keyCallHead(head, n, units, bounds,
+                            ngx_http_rl_nginx_clock ? realtimeUs() : 0);
     a->push(head, static_cast<size_t>(p - head));
     for (size_t k = 0; k < n; k++) {
         a->push(viewOf(op->set.rules[k]->spec));
+    }
+    if (units > 0) {
+        a->push(callWord(CallKind::Credit));
     }
     return a;
 }
@@ -525,6 +599,16 @@ bool start(Operation *op, Link *link) {
     std::string_view name = viewOf(op->set.first->name);
     Args *a = nullptr;
     switch (op->route) {
+    case Route::Credit:
+        /* the credit, then the state's read that its answer shows, on
+         * one connection: in that order */
+        a = stateArgs(op, false, static_cast<uint64_t>(op->change.units));
+        op->state = stateArgs(op, false);
+        if (a == nullptr || op->state == nullptr) {
+            return false;
+        }
+        return sendOn(link, op, kWrite, *a) &&
+               sendOn(link, op, kState, *op->state);
     case Route::Key:
         if (op->method != Method::Delete) {
             op->state = stateArgs(op, false);
@@ -629,6 +713,16 @@ void replied(Operation *op, Link *link, Ask ask, const redisReply *reply) {
             op->retried = true;
             op->state = stateArgs(op, true);
             if (op->state != nullptr && sendOn(link, op, kState, *op->state)) {
+                return;
+            }
+        }
+        if (ask == kWrite && op->route == Route::Credit &&
+            isNoScript(reply) && !op->retriedWrite) {
+            /* the credit too (the read after it is sent again after) */
+            op->retriedWrite = true;
+            Args *a = stateArgs(op, true,
+                                static_cast<uint64_t>(op->change.units));
+            if (a != nullptr && sendOn(link, op, kWrite, *a)) {
                 return;
             }
         }
@@ -739,6 +833,7 @@ ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
     op->route = route;
     op->method = method;
     op->change = change;
+    op->anchor = change.anchor;
     op->outcomes = static_cast<rl_outcome_t *>(
         ngx_pcalloc(r->pool, (set.n + 1) * sizeof(rl_outcome_t)));
     if (op->outcomes == nullptr) {

@@ -270,6 +270,12 @@ ngx_int_t liveOperation(ngx_http_request_t *r, const ngx_http_rl_name_t *name,
                              "a concurrency= rule takes no trial: its "
                              "slots are held, not counted in a window"});
     }
+    if (lw->set && lw->kind == live::Kind::Trial &&
+        rule->calendar != nullptr) {
+        return sendError(r, {400, "BodyInvalid",
+                             "a calendar rule takes no trial: a trial ends "
+                             "within a day, its periods are longer"});
+    }
     const char *why = nullptr;
     if (lw->set && !live::limitFits(name, change.limit, &why)) {
         return sendError(r, {400, "BodyInvalid", why});

@@ -7,6 +7,7 @@
 
 #include <new>
 
+#include "clock.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
 #include "core/state_key.hpp"
@@ -233,17 +234,29 @@ bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
 namespace {
 
 /* Rule k of the group's record: its slot for a concurrency rule, its
- * signed units in a charge, else its cost. */
+ * signed units in a charge, else its cost; a calendar rule's bounds
+ * after it. */
 unsigned char *record(unsigned char *p, const ngx_http_rl_group_t *g,
                       ngx_uint_t k, size_t key, size_t spec, CallKind kind,
                       const uint64_t *costs) {
     if ((g->held >> k) & 1) {
         return slotRecord(p, key, spec, g->slot_id);
     }
-    if (kind == CallKind::Charge) {
-        return chargeRecord(p, key, spec, static_cast<int64_t>(costs[k]));
+    if (kind == CallKind::Charge || kind == CallKind::Credit) {
+        p = chargeRecord(p, key, spec, static_cast<int64_t>(costs[k]));
+    } else {
+        p = ruleRecord(p, key, spec, costs[k]);
     }
-    return ruleRecord(p, key, spec, costs[k]);
+    if ((g->calendar >> k) & 1) {
+        p = boundsRecord(p, &g->bounds[3 * k]);
+    }
+    return p;
+}
+
+/* The bounds a group's calendar rules add to its records. */
+size_t boundsBytes(const ngx_http_rl_group_t *g) {
+    return kBoundsBytes *
+           static_cast<size_t>(__builtin_popcountll(g->calendar));
 }
 
 }  // namespace
@@ -257,10 +270,12 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     bool own = kind != CallKind::Decide;
     size_t requests = 0;
     size_t rules = 0;
+    size_t extra = 0;   /* calendar rules' bounds */
     for (Call *c = first; c != nullptr; c = c->next) {
         if (c->group != nullptr) {
             requests++;
             rules += ngx_http_rl_records(c->group);
+            extra += boundsBytes(c->group);
         } else {
             c->rules = 0;   /* gone before it left: no part in the reply */
         }
@@ -272,7 +287,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     size_t scriptLen = RL_SHA_LEN;
     const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
     size_t headLen = requestBytes(0) * requests +
-                     (requestBytes(1) - requestBytes(0)) * rules;
+                     (requestBytes(1) - requestBytes(0)) * rules + extra;
     size_t argc = 4 + 2 * nkeys_ + nspecs_ + (own ? 1 : 0);
     size_t size = 1 + NGX_INT64_LEN + 2 + 7 + scriptLen + NGX_INT64_LEN +
                   headLen + argc * kBulkOverhead + 6;
@@ -319,8 +334,13 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
          * time is then the reply's clock less A; a refund's, its own */
         int64_t waited = nowUs - g->sent_us;
         g->age_us = waited > 0 ? waited : 0;
-        p = requestHead(p, ngx_http_rl_records(g),
-                        refund ? g->now_us : -g->age_us,
+        int64_t t = refund ? g->now_us : -g->age_us;
+        if (ngx_http_rl_nginx_clock && !refund) {
+            /* tests: nginx's (faked) clock, when the request came */
+            t = realtimeUs() - g->age_us;
+            g->now_us = t;
+        }
+        p = requestHead(p, ngx_http_rl_records(g), t,
                         own ? 0 : g->lease_ask);
         for (ngx_uint_t k = 0; k < ngx_http_rl_records(g); k++, i++) {
             p = record(p, g, k, ruleKey_[i], ruleSpec_[i], kind, g->costs);
@@ -345,7 +365,8 @@ Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
     const char *argv[kMaxArgs];
     size_t argvlen[kMaxArgs];
     u_char count[NGX_INT64_LEN];
-    u_char head[requestBytes(kMaxRulesPerCall)];
+    u_char head[requestBytes(kMaxRulesPerCall) +
+                kBoundsBytes * kMaxRulesPerCall];
     ngx_uint_t n = ngx_http_rl_records(g);
     if (n > kMaxRulesPerCall) {
         return nullptr;
@@ -365,7 +386,9 @@ Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
     argvlen[2] = static_cast<size_t>(decimal(count, 2 * n) - count);
     /* keys (then their block keys) and specs in rule order, each rule
      * its own record; a renewal or a charge at Redis' time (t = 0) */
-    u_char *p = requestHead(head, n, kind == CallKind::Refund ? thenUs : 0);
+    int64_t t = kind == CallKind::Refund ? thenUs
+                : ngx_http_rl_nginx_clock ? realtimeUs() : 0;
+    u_char *p = requestHead(head, n, t);
     for (ngx_uint_t k = 0; k < n; k++) {
         argv[3 + k] = reinterpret_cast<char *>(g->keys[k].data);
         argvlen[3 + k] = g->keys[k].len;

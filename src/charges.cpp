@@ -90,9 +90,15 @@ void send(Worker *w, ngx_http_rl_group_t *g, const ngx_uint_t *rules,
     if (ngx_http_rl_embedded(g->zone) || g->local) {
         for (ngx_uint_t k = 0; k < n; k++) {
             ngx_http_rl_rule_t *rule = &all[rules[k]];
+            const int64_t *bounds = nullptr;    /* a calendar rule's */
+            for (ngx_uint_t j = 0; j < g->nrules; j++) {
+                if (g->rules[j] == rules[k] && ((g->calendar >> j) & 1)) {
+                    bounds = &g->bounds[3 * j];
+                }
+            }
             tally(rule, ngx_http_rl_shm_charge(g->zone, rule,
                                                &ctx->values[rules[k]],
-                                               units[k]) == NGX_OK
+                                               bounds, units[k]) == NGX_OK
                             ? NGX_HTTP_RL_CHARGE_SENT
                             : NGX_HTTP_RL_CHARGE_LOST);
         }

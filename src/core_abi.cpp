@@ -38,6 +38,17 @@ int rl_parse_rate(const char *text, size_t len, uint64_t *limit,
     return -1;
 }
 
+int rl_parse_calendar_rate(const char *text, size_t len, uint64_t *limit,
+                           size_t *per) noexcept {
+    auto rate = rl::parseCalendarRate({text, len});
+    if (!rate) {
+        return -1;
+    }
+    *limit = rate->limit;
+    *per = rate->per;
+    return 0;
+}
+
 int rl_rule_id(const char *zone, size_t zone_len, const char *name,
                size_t name_len, const char *algorithm, size_t algorithm_len,
                uint64_t window_us, const char *key, size_t key_len,
@@ -123,12 +134,12 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
                              const char *name, size_t name_len,
                              uint64_t limit, uint64_t window_us,
                              uint64_t burst, uint64_t delay, int dry,
-                             int burst_follows) noexcept {
+                             int burst_follows, int calendar) noexcept {
     return rl::writeSpec(out,
                          rl::algorithmName(static_cast<rl::Algorithm>(
                              algorithm)),
                          {name, name_len}, limit, window_us, burst, delay,
-                         dry != 0, burst_follows != 0);
+                         dry != 0, burst_follows != 0, calendar != 0);
 }
 
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,

@@ -19,6 +19,7 @@
 #include "ngx.hpp"
 
 #include "clock.hpp"
+#include "core/algorithm.hpp"
 #include "core/reply.hpp"
 #include "core/state_key.hpp"
 #include "live.hpp"
@@ -184,6 +185,14 @@ void ngx_http_rl_deny_insert(ngx_shm_zone_t *zone,
     if (rule->zone->lease > 0) {
         int64_t lease = static_cast<int64_t>(rule->zone->lease) * 1000;
         until = o->retry_us < lease ? retryAt : decidedUs + lease;
+    }
+    if (rule->calendar != nullptr && until > decidedUs + rl::kBlockRetryUs) {
+        /* a calendar period's rejection may last weeks: kept a minute at
+         * most, as a block's, so that a credit, a reset or an override
+         * made through another instance applies here within a minute (a
+         * flood of a key whose month is used up costs Redis a call a
+         * minute) */
+        until = decidedUs + rl::kBlockRetryUs;
     }
     if (o->retry_us <= 0 || until <= now) {
         return;

@@ -484,9 +484,11 @@ using lease::Worker;
 
 bool leasable(const ngx_http_rl_group_t *g) {
     if (g->zone->lease == 0 || ngx_http_rl_embedded(g->zone) ||
-        g->held != 0 || g->ntrials != 0) {
-        return false;   /* (nor slots: SPEC section 9; a trial is a dry
-                           run: SPEC section 11) */
+        g->held != 0 || g->calendar != 0 || g->ntrials != 0) {
+        /* (nor slots: SPEC section 9; nor calendar periods, whose
+         * bounds a lease does not keep: SPEC section 12; a trial is a
+         * dry run: SPEC section 11) */
+        return false;
     }
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
         const ngx_http_rl_rule_t *rule = lease::ruleOf(g, k);

@@ -99,7 +99,8 @@ void writeSpecAt(u_char *p, const ngx_http_rl_rule_t *rule, uint64_t n,
                          reinterpret_cast<const char *>(rule->name.data),
                          rule->name.len, n, rule->window_us,
                          burstAt(rule, n), rule->delay, dry ? 1 : 0,
-                         static_cast<int>(rule->burst_follows));
+                         static_cast<int>(rule->burst_follows),
+                         rule->calendar != nullptr ? 1 : 0);
 }
 
 /* The entry's settings, copied under the lock when its version moved,
@@ -132,8 +133,11 @@ void refresh(RuleLive *l) {
         ngx_crc32_final(crc);
         l->crc = crc;
     }
+    /* (a calendar rule's record would carry its period's bounds too:
+     * no trial of one, SPEC section 12) */
     l->trial = trial.limit >= 0 &&
-               rule->algorithm != RL_ALGORITHM_CONCURRENCY;
+               rule->algorithm != RL_ALGORITHM_CONCURRENCY &&
+               rule->calendar == nullptr;
     l->trialEndsUs = trial.endsUs;
     if (l->trial) {
         auto n = static_cast<uint64_t>(trial.limit);

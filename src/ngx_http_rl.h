@@ -198,6 +198,11 @@ typedef struct {
     void                       *top;        /* its top limited keys, in
                                                the rl_api zone, or NULL */
     char                        id[RL_RULE_ID_LEN];
+    void                       *calendar;   /* a calendar rule's zone, unit
+                                               and anchor (SPEC 12,
+                                               calendar_conf.cpp), or
+                                               NULL; window_us is then its
+                                               unit's nominal length */
     ngx_str_t                   spec;       /* the script's, enforced */
     ngx_str_t                   dry_spec;   /* the spec of a dry run */
     struct ngx_http_rl_name_s  *named;      /* its zone and name's entry
@@ -251,6 +256,9 @@ typedef struct {
     ngx_msec_t                  fleet_interval;
     ngx_shm_zone_t             *fleet_shm;  /* the instance's id, start */
     void                       *fleet_worker;
+    ngx_array_t                 time_zones; /* read for calendar rules
+                                               (calendar_conf.cpp) */
+    ngx_uint_t                  nginx_clock; /* RL_TEST_CLOCK=nginx */
 } ngx_http_rl_main_conf_t;
 
 
@@ -304,6 +312,10 @@ struct ngx_http_rl_group_s {
     int64_t                     lease_grant; /* spent from this grant */
     uint64_t                    held;       /* bit k: rule k is a
                                                concurrency= rule (SPEC 9) */
+    uint64_t                    calendar;   /* bit k: rule k is a calendar
+                                               rule (SPEC 12), its period's
+                                               bounds at bounds[3 k] */
+    int64_t                    *bounds;     /* (src/core/calendar.hpp) */
     uint64_t                    slot_id;    /* the request's slot in them */
     void                       *hold;       /* the slots it holds while the
                                                request runs (inflight.cpp) */
@@ -417,6 +429,33 @@ ngx_http_rl_reset_seconds(const ngx_http_rl_ctx_t *ctx)
 }
 
 
+/* calendar_conf.cpp: calendar rules (SPEC 12). conf: the rule's rate
+ * per `per` ("h", "d", "w", "month", "y"), "tz=ZONE" and "anchor=..."
+ * as written (empty: not given): its zone read, its anchor checked;
+ * *identity what its state's id adds to its algorithm's name. bounds: a
+ * request's, at now_us (its anchor variable evaluated), 3 int64 at out;
+ * bounds_at: for an anchor day given (the operator API; 0: the rule's
+ * own, or the 1st). now: the clock a zone's bounds are made on. */
+char *ngx_http_rl_calendar_conf(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *per, ngx_str_t *tz, ngx_str_t *anchor, ngx_str_t *identity)
+    RL_NOEXCEPT;
+void ngx_http_rl_calendar_bounds(ngx_http_request_t *r,
+    const ngx_http_rl_rule_t *rule, int64_t now_us, int64_t *out)
+    RL_NOEXCEPT;
+void ngx_http_rl_calendar_bounds_at(const ngx_http_rl_rule_t *rule,
+    ngx_int_t anchor, int64_t now_us, int64_t *out) RL_NOEXCEPT;
+int64_t ngx_http_rl_calendar_now(ngx_http_rl_zone_t *zone) RL_NOEXCEPT;
+/* whether its anchor is a variable (each key's billing day) */
+ngx_uint_t ngx_http_rl_calendar_variable(const ngx_http_rl_rule_t *rule)
+    RL_NOEXCEPT;
+/* its unit ("hour" ... "year"), zone and anchor as written (empty: the
+ * default), for the operator API */
+void ngx_http_rl_calendar_describe(const ngx_http_rl_rule_t *rule,
+    ngx_str_t *unit, ngx_str_t *tz, ngx_str_t *anchor) RL_NOEXCEPT;
+/* RL_TEST_CLOCK=nginx (tests only, docs/testing.md): the script decides
+ * at the time nginx sends, not on Redis' clock; set per worker */
+extern ngx_uint_t  ngx_http_rl_nginx_clock;
+
 /* rule_names.cpp: rmcf->names, once the rules are read */
 ngx_int_t ngx_http_rl_names_init(ngx_conf_t *cf,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
@@ -477,7 +516,15 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *group) RL_NOEXCEPT;
 /* the operator API: a key's state read without counting, or forgotten */
 ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
-    rl_outcome_t *out) RL_NOEXCEPT;
+    const int64_t *bounds, rl_outcome_t *out) RL_NOEXCEPT;
+/* a credit (the operator API's, SPEC 12): the key may use units more in
+ * its current window or period; NGX_ERROR when the zone has no room */
+ngx_int_t ngx_http_rl_shm_credit(ngx_http_rl_zone_t *zone,
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+    const int64_t *bounds, int64_t units) RL_NOEXCEPT;
+/* the zone's clock, us since the epoch (monotonic, aligned to the wall
+ * clock when the zone was made) */
+int64_t ngx_http_rl_shm_now(ngx_http_rl_zone_t *zone) RL_NOEXCEPT;
 ngx_uint_t ngx_http_rl_shm_forget(ngx_http_rl_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *value) RL_NOEXCEPT;
 /* an embedded (or failure=local) zone's memory: its size and the bytes
@@ -496,8 +543,8 @@ void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *zone,
 /* a charge: units more in the rule for the key value (below 0: given
  * back); NGX_ERROR when the zone has no room */
 ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *zone,
-    const ngx_http_rl_rule_t *rule, const ngx_str_t *value, int64_t units)
-    RL_NOEXCEPT;
+    const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+    const int64_t *bounds, int64_t units) RL_NOEXCEPT;
 
 /* metrics.cpp: the rl_metrics endpoint and its shared counters */
 ngx_int_t ngx_http_rl_metrics_init_zone(ngx_shm_zone_t *shm_zone,

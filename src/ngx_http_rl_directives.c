@@ -37,6 +37,8 @@ typedef struct {
     ngx_str_t                   charge_text;
     ngx_str_t                   concurrency_text;
     ngx_str_t                   hold_text;
+    ngx_str_t                   tz_text;    /* calendar rules (SPEC 12) */
+    ngx_str_t                   anchor_text;
 } ngx_http_rl_rule_args_t;
 
 
@@ -99,8 +101,12 @@ static char *ngx_http_rl_rule_inflight(ngx_conf_t *cf,
     ngx_http_rl_rule_t *rule, ngx_http_rl_rule_args_t *ra);
 static char *ngx_http_rl_rule_charge(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_str_t *value);
+static char *ngx_http_rl_rule_calendar(ngx_conf_t *cf,
+    ngx_http_rl_rule_t *rule, ngx_http_rl_rule_args_t *ra,
+    ngx_str_t *identity);
 static char *ngx_http_rl_rule_identity(ngx_conf_t *cf,
-    ngx_http_rl_rule_t *rule, ngx_str_t *name, uint64_t window_us);
+    ngx_http_rl_rule_t *rule, ngx_str_t *name, uint64_t window_us,
+    ngx_str_t *algorithm);
 static ngx_int_t ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
     ngx_http_complex_value_t **cv);
 static char *ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
@@ -1124,6 +1130,16 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_OK;
     }
 
+    if (ngx_strncmp(value->data, "tz=", 3) == 0) {
+        ra->tz_text = *value;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strncmp(value->data, "anchor=", 7) == 0) {
+        ra->anchor_text = *value;
+        return NGX_CONF_OK;
+    }
+
     if (ngx_strncmp(value->data, "algorithm=", 10) == 0) {
         ra->algorithm_text = *value;
         ra->algorithm.data = value->data + 10;
@@ -1302,8 +1318,9 @@ static char *
 ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_http_rl_rule_args_t *ra)
 {
-    int    alg;
-    char  *rv;
+    int         alg;
+    char       *rv;
+    ngx_str_t   calendar;
 
     if (rule->zone == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -1335,9 +1352,17 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_ERROR;
     }
 
-    if (rl_parse_rate((char *) ra->rate.data, ra->rate.len, &rule->limit,
-                      &rule->window_us)
-        != 0)
+    ngx_str_null(&calendar);
+
+    rv = ngx_http_rl_rule_calendar(cf, rule, ra, &calendar);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    if (rule->calendar == NULL
+        && rl_parse_rate((char *) ra->rate.data, ra->rate.len, &rule->limit,
+                         &rule->window_us)
+           != 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid rate \"%V\"", &ra->rate);
@@ -1386,7 +1411,74 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
      * state's identity, so rules without name= and of other rates never
      * share state; a rule keeps its usage across a change of N under a
      * name= */
-    return ngx_http_rl_rule_identity(cf, rule, &ra->rate, rule->window_us);
+    return ngx_http_rl_rule_identity(cf, rule, &ra->rate, rule->window_us,
+                                     rule->calendar ? &calendar : NULL);
+}
+
+
+/* A calendar rate (SPEC section 12): "Nr/w", "Nr/month", "Nr/y", and
+ * "Nr/h", "Nr/d" with tz= or anchor=; counted as a fixed_window of
+ * calendar periods in that zone (calendar_conf.cpp). Other rates take
+ * neither tz= nor anchor=. *identity: what the state's id adds. */
+
+static char *
+ngx_http_rl_rule_calendar(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_http_rl_rule_args_t *ra, ngx_str_t *identity)
+{
+    size_t     at;
+    ngx_str_t  per;
+
+    static ngx_str_t  fixed = ngx_string("fixed_window");
+
+    if (rl_parse_calendar_rate((char *) ra->rate.data, ra->rate.len,
+                               &rule->limit, &at)
+        != 0)
+    {
+        if (ra->tz_text.len || ra->anchor_text.len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" with rate \"%V\": "
+                               "\"%s\" takes a rate per hour, day, week, "
+                               "month or year (\"r/h\", \"r/d\", \"r/w\", "
+                               "\"r/month\", \"r/y\")",
+                               ra->tz_text.len ? &ra->tz_text
+                                               : &ra->anchor_text,
+                               &ra->rate,
+                               ra->tz_text.len ? "tz" : "anchor");
+            return NGX_CONF_ERROR;
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    per.data = ra->rate.data + at;
+    per.len = ra->rate.len - at;
+
+    /* "Nr/h" and "Nr/d" alone keep their meaning: windows of an hour or
+     * a day from the epoch, any algorithm (docs/choices.md) */
+
+    if ((per.len == 1 && (per.data[0] == 'h' || per.data[0] == 'd'))
+        && ra->tz_text.len == 0 && ra->anchor_text.len == 0)
+    {
+        return NGX_CONF_OK;
+    }
+
+    if (ra->algorithm_text.len
+        && (ra->algorithm.len != fixed.len
+            || ngx_strncmp(ra->algorithm.data, fixed.data, fixed.len) != 0))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid algorithm \"%V\" for rate \"%V\"%s%V: "
+                           "calendar periods are counted as a fixed_window "
+                           "(leave \"algorithm\" out)",
+                           &ra->algorithm, &ra->rate,
+                           ra->tz_text.len ? " with " : "", &ra->tz_text);
+        return NGX_CONF_ERROR;
+    }
+
+    ra->algorithm = fixed;
+
+    return ngx_http_rl_calendar_conf(cf, rule, &per, &ra->tz_text,
+                                     &ra->anchor_text, identity);
 }
 
 
@@ -1399,7 +1491,7 @@ ngx_http_rl_rule_inflight(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     ngx_http_rl_rule_args_t *ra)
 {
     ngx_uint_t   i;
-    ngx_str_t   *rate[6];
+    ngx_str_t   *rate[8];
 
     static ngx_str_t  nodelay = ngx_string("nodelay");
 
@@ -1409,8 +1501,10 @@ ngx_http_rl_rule_inflight(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     rate[3] = ra->nodelay ? &nodelay : &ra->delay_text;
     rate[4] = &ra->cost_text;
     rate[5] = &ra->charge_text;
+    rate[6] = &ra->tz_text;
+    rate[7] = &ra->anchor_text;
 
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < 8; i++) {
         if (rate[i]->len) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid parameter \"%V\" with \"%V\"",
@@ -1425,16 +1519,18 @@ ngx_http_rl_rule_inflight(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
                                   ? ra->hold : NGX_HTTP_RL_DEFAULT_HOLD)
                       * 1000;
 
-    return ngx_http_rl_rule_identity(cf, rule, &ra->concurrency_text, 0);
+    return ngx_http_rl_rule_identity(cf, rule, &ra->concurrency_text, 0,
+                                     NULL);
 }
 
 
 /* The rule's name (default: as written, `name`), its state's id (with
- * this window), and its spec. */
+ * this window, and the algorithm's name or `algorithm` in its place: a
+ * calendar rule's unit, zone and anchor), and its spec. */
 
 static char *
 ngx_http_rl_rule_identity(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
-    ngx_str_t *name, uint64_t window_us)
+    ngx_str_t *name, uint64_t window_us, ngx_str_t *algorithm)
 {
     size_t       len;
     const char  *alg;
@@ -1451,6 +1547,11 @@ ngx_http_rl_rule_identity(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     }
 
     alg = rl_algorithm_name((int) rule->algorithm, &len);
+
+    if (algorithm != NULL) {
+        alg = (const char *) algorithm->data;
+        len = algorithm->len;
+    }
 
     if (rl_rule_id((char *) rule->zone->name.data, rule->zone->name.len,
                    (char *) rule->name.data, rule->name.len, alg, len,
@@ -1574,14 +1675,15 @@ ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
     rule->spec.len = len;
     p = rl_spec_write(p, (int) rule->algorithm, (char *) rule->name.data,
                       rule->name.len, rule->limit, rule->window_us,
-                      rule->burst, rule->delay, 0, (int) rule->burst_follows);
+                      rule->burst, rule->delay, 0, (int) rule->burst_follows,
+                      rule->calendar != NULL);
 
     rule->dry_spec.data = p;
     rule->dry_spec.len = len;
     (void) rl_spec_write(p, (int) rule->algorithm, (char *) rule->name.data,
                          rule->name.len, rule->limit, rule->window_us,
                          rule->burst, rule->delay, 1,
-                         (int) rule->burst_follows);
+                         (int) rule->burst_follows, rule->calendar != NULL);
 
     /* what the deny cache keys on besides the state: a reload that
      * changes any of it starts afresh */

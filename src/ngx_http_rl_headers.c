@@ -15,6 +15,8 @@
 static ngx_int_t ngx_http_rl_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_rl_draft_headers(ngx_http_request_t *r,
     ngx_http_rl_ctx_t *ctx, int64_t reset);
+static uint64_t ngx_http_rl_window_seconds(ngx_http_rl_ctx_t *ctx,
+    ngx_uint_t i);
 static u_char *ngx_http_rl_sf_string(u_char *p, ngx_str_t *s);
 
 
@@ -119,11 +121,16 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
 
 
 /*
- * draft-ietf-httpapi-ratelimit-headers-10:
+ * draft-ietf-httpapi-ratelimit-headers-11 (Lists of Items, each a String
+ * and its Parameters):
  *     RateLimit-Policy: "NAME";q=N;w=SECONDS, ...   (every rule applied;
- *                       a concurrency= rule's: "NAME";q=N;
+ *                       w whole seconds, a calendar rule's its period's
+ *                       length; a concurrency= rule's: "NAME";q=N;
  *                       qu="concurrent-requests", no window)
- *     RateLimit: "NAME";r=REMAINING;t=RESET          (the binding rule)
+ *     RateLimit: "NAME";r=AVAILABLE;t=EFFECTIVE_WINDOW  (the binding
+ *                       rule: X-RateLimit-Remaining and -Reset; t is no
+ *                       earlier than Retry-After, as -11 asks)
+ * No pk: a partition key would hand clients the rules' key values.
  */
 
 static ngx_int_t
@@ -179,7 +186,7 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
         }
 
         p = ngx_sprintf(p, ";q=%uL;w=%uL", q,
-                        (rules[i].window_us + 999999) / 1000000);
+                        ngx_http_rl_window_seconds(ctx, i));
     }
 
     h->hash = 1;
@@ -207,6 +214,35 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
     h->value.len = p - h->value.data;
 
     return NGX_OK;
+}
+
+
+/* Rule i's window in whole seconds (w=: sub-second precision is not
+ * supported): a calendar rule's, the length of its period at the
+ * request's time (a day of 23 or 25 hours, a month of 28 to 31 days). */
+
+static uint64_t
+ngx_http_rl_window_seconds(ngx_http_rl_ctx_t *ctx, ngx_uint_t i)
+{
+    int64_t               *b;
+    ngx_uint_t             g, k;
+    ngx_http_rl_rule_t    *rule;
+    ngx_http_rl_group_t   *group;
+
+    rule = (ngx_http_rl_rule_t *) ctx->lcf->rules->elts + i;
+
+    for (g = 0; rule->calendar != NULL && g < ctx->ngroups; g++) {
+        group = &ctx->groups[g];
+
+        for (k = 0; k < group->nrules; k++) {
+            if (group->rules[k] == i && ((group->calendar >> k) & 1)) {
+                b = &group->bounds[3 * k];
+                return (uint64_t) (b[1] - b[0] + 999999) / 1000000;
+            }
+        }
+    }
+
+    return (rule->window_us + 999999) / 1000000;
 }
 
 

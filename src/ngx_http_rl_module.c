@@ -38,6 +38,8 @@ static ngx_int_t ngx_http_rl_rule_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_rl_figure_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_rl_rejected_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
 static void *ngx_http_rl_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_rl_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_rl_create_loc_conf(ngx_conf_t *cf);
@@ -181,6 +183,9 @@ static ngx_http_variable_t  ngx_http_rl_vars[] = {
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
     { ngx_string("rl_reset"), NULL, ngx_http_rl_figure_variable, 2,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("rl_rejected"), NULL, ngx_http_rl_rejected_variable, 0,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
@@ -332,6 +337,113 @@ ngx_http_rl_figure_variable(ngx_http_request_t *r,
 }
 
 
+/* Rule i (of the request's location) rejected it, and is enforced. */
+
+static ngx_inline ngx_uint_t
+ngx_http_rl_rejected(ngx_http_rl_ctx_t *ctx, ngx_http_rl_rule_t *rule,
+    ngx_uint_t i)
+{
+    return ctx->decided[i] && ctx->outcomes[i].retry_ms > 0
+           && !ngx_http_rl_dry_run(ctx, rule);
+}
+
+
+/* $rl_rejected: every enforced rule that rejected the request, the
+ * binding one first, each name once as a quoted string ("daily",
+ * "burst"): the members of a JSON array (a problem's
+ * "violated-policies") and of a structured-field list alike, names
+ * being printable ASCII. Empty when the request was not rejected. */
+
+static ngx_int_t
+ngx_http_rl_rejected_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    size_t               len;
+    u_char              *p;
+    ngx_uint_t           b, i, j, k, n, seen;
+    ngx_http_rl_ctx_t   *ctx;
+    ngx_http_rl_rule_t  *rules;
+
+    ctx = ngx_http_rl_get_ctx(r->main);
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->len = 0;
+    v->data = (u_char *) "";
+
+    if (ctx == NULL || !ctx->finished || ctx->binding < 0
+        || ctx->status != NGX_HTTP_RL_STATUS_REJECTED)
+    {
+        return NGX_OK;
+    }
+
+    rules = ctx->lcf->rules->elts;
+    n = ctx->lcf->rules->nelts;
+
+    len = 0;
+    for (i = 0; i < n; i++) {
+        len += 2 * rules[i].name.len + 4;
+    }
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->data = p;
+
+    /* the binding rule (k = 0), then the others in their order */
+
+    b = (ngx_uint_t) ctx->binding;
+
+    for (k = 0; k <= n; k++) {
+        i = (k == 0) ? b : k - 1;
+
+        if ((k > 0 && i == b) || !ngx_http_rl_rejected(ctx, &rules[i], i)) {
+            continue;
+        }
+
+        /* a name written already: the binding rule's, or an earlier
+         * rule's */
+        seen = 0;
+        for (j = 0; j < n && !seen && i != b; j++) {
+            seen = (j == b || j < i)
+                   && ngx_http_rl_rejected(ctx, &rules[j], j)
+                   && rules[j].name.len == rules[i].name.len
+                   && ngx_memcmp(rules[j].name.data, rules[i].name.data,
+                                 rules[i].name.len) == 0;
+        }
+
+        if (seen) {
+            continue;
+        }
+
+        if (p != v->data) {
+            *p++ = ','; *p++ = ' ';
+        }
+
+        *p++ = '"';
+
+        for (j = 0; j < rules[i].name.len; j++) {
+            if (rules[i].name.data[j] == '"'
+                || rules[i].name.data[j] == '\\')
+            {
+                *p++ = '\\';
+            }
+
+            *p++ = rules[i].name.data[j];
+        }
+
+        *p++ = '"';
+    }
+
+    v->len = p - v->data;
+
+    return NGX_OK;
+}
+
+
 static void *
 ngx_http_rl_create_main_conf(ngx_conf_t *cf)
 {
@@ -358,6 +470,11 @@ ngx_http_rl_create_main_conf(ngx_conf_t *cf)
 
     rmcf->fleet = NGX_CONF_UNSET;
     rmcf->fleet_interval = NGX_CONF_UNSET_MSEC;
+    if (ngx_array_init(&rmcf->time_zones, cf->pool, 2, sizeof(void *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
 
     return rmcf;
 }
@@ -368,10 +485,24 @@ ngx_http_rl_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_rl_main_conf_t *rmcf = conf;
 
+    char                *clock;
     ngx_uint_t           i;
     ngx_http_rl_zone_t **zones;
 
     zones = rmcf->zones.elts;
+
+    /* tests only (docs/testing.md): the script decides at nginx's time,
+     * which libfaketime moves where it cannot move Redis' */
+
+    clock = getenv("RL_TEST_CLOCK");
+
+    if (clock != NULL && ngx_strcmp(clock, "nginx") == 0) {
+        rmcf->nginx_clock = 1;
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "RL_TEST_CLOCK=nginx: Redis decides at the time "
+                      "nginx sends, not on its own clock (a test's "
+                      "setting, never for production)");
+    }
 
     for (i = 0; i < rmcf->zones.nelts; i++) {
         if (!zones[i]->declared) {
@@ -676,6 +807,8 @@ ngx_http_rl_init_process(ngx_cycle_t *cycle)
     if (rmcf == NULL || rmcf->zones.nelts == 0) {
         return NGX_OK;
     }
+
+    ngx_http_rl_nginx_clock = rmcf->nginx_clock;
 
     if (ngx_http_rl_stores_init(cycle, rmcf) != NGX_OK
         || ngx_http_rl_inflight_init(cycle, rmcf) != NGX_OK

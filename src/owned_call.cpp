@@ -20,8 +20,9 @@ OwnedCall *makeOwned(size_t size, const ngx_http_rl_group_t *g,
     size = ngx_align(size, sizeof(void *));
     size_t block = size +
                    n * (sizeof(ngx_str_t) + sizeof(ngx_str_t *) +
-                        sizeof(uint64_t) + sizeof(ngx_http_rl_rule_t *) +
-                        prefix.len + RL_STATE_KEY_MAX);
+                        sizeof(uint64_t) + 3 * sizeof(int64_t) +
+                        sizeof(ngx_http_rl_rule_t *) + prefix.len +
+                        RL_STATE_KEY_MAX);
     auto *c = static_cast<OwnedCall *>(ngx_alloc(block, log));
     if (c == nullptr) {
         return nullptr;
@@ -31,7 +32,8 @@ OwnedCall *makeOwned(size_t size, const ngx_http_rl_group_t *g,
         reinterpret_cast<u_char *>(c) + size);
     auto **specs = reinterpret_cast<ngx_str_t **>(keys + n);
     auto *costs = reinterpret_cast<uint64_t *>(specs + n);
-    c->rules = reinterpret_cast<ngx_http_rl_rule_t **>(costs + n);
+    auto *bounds = reinterpret_cast<int64_t *>(costs + n);
+    c->rules = reinterpret_cast<ngx_http_rl_rule_t **>(bounds + 3 * n);
     auto *text = reinterpret_cast<char *>(c->rules + n);
     for (ngx_uint_t k = 0; k < n; k++) {
         ngx_http_rl_rule_t *rule = &all[rules[k]];
@@ -45,7 +47,17 @@ OwnedCall *makeOwned(size_t size, const ngx_http_rl_group_t *g,
         specs[k] = &rule->spec;
         costs[k] = 0;
         c->rules[k] = rule;
+        /* a calendar rule: the request's period (a charge at its end
+         * falls in it, or in the next one: the bounds hold both) */
+        for (ngx_uint_t j = 0; j < g->nrules; j++) {
+            if (g->rules[j] == rules[k] && ((g->calendar >> j) & 1)) {
+                ngx_memcpy(&bounds[3 * k], &g->bounds[3 * j],
+                           3 * sizeof(int64_t));
+                c->group.calendar |= uint64_t(1) << k;
+            }
+        }
     }
+    c->group.bounds = bounds;
     c->group.zone = g->zone;
     c->group.slot = g->slot;
     c->group.nrules = n;

@@ -155,9 +155,29 @@ uint64_t costOf(ngx_http_request_t *r, ngx_http_rl_rule_t *rule) {
     return static_cast<uint64_t>(n);
 }
 
+/* A calendar rule's bounds for the request (SPEC section 12): the period
+ * its zone's clock (nginx's, the embedded store's) is in, the next's
+ * end; the script picks among them on Redis' clock. False when out of
+ * memory. */
+bool calendarBounds(ngx_http_request_t *r, ngx_http_rl_group_t *g,
+                    ngx_http_rl_rule_t *rule, ngx_uint_t k, ngx_uint_t n) {
+    if (g->bounds == nullptr) {
+        g->bounds = static_cast<int64_t *>(
+            ngx_palloc(r->pool, 3 * n * sizeof(int64_t)));
+        if (g->bounds == nullptr) {
+            return false;
+        }
+    }
+    ngx_http_rl_calendar_bounds(r, rule, ngx_http_rl_calendar_now(g->zone),
+                                &g->bounds[3 * k]);
+    g->calendar |= uint64_t(1) << k;
+    return true;
+}
+
 /* Groups the rules with a non-empty key by zone, and in a cluster by
  * the slot of their key value (a script call's keys share a slot); a
- * concurrency rule's slot is named by the request's slot id. */
+ * concurrency rule's slot is named by the request's slot id, a calendar
+ * rule's period by its bounds. */
 ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
                      ngx_str_t *values) {
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
@@ -202,6 +222,10 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
             }
             group->held |= uint64_t(1) << group->nrules;
             group->slot_id = slot_id;
+        }
+        if (rules[i].calendar != nullptr &&
+            !calendarBounds(r, group, &rules[i], group->nrules, n)) {
+            return NGX_ERROR;
         }
         group->rules[group->nrules++] = i;
     }
@@ -901,7 +925,10 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
         rl_decode_reply(reply, records, group->costs, dry, bounds,
                         &allowed, out) == RL_REPLY_OK) {
         group->allowed = allowed ? 1 : 0;
-        group->now_us = clock_us - group->age_us;
+        if (!ngx_http_rl_nginx_clock) {
+            /* (RL_TEST_CLOCK=nginx: the time the call sent) */
+            group->now_us = clock_us - group->age_us;
+        }
         for (ngx_uint_t k = 0; k < records; k++) {
             if (limits != nullptr) {
                 out[k].limit = limits[k];

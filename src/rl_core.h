@@ -39,6 +39,10 @@ typedef enum {
 /* "Nr/s", "Nr/m", "Nr/h", "Nr/d", "Nr/TIME": 0 on success. */
 int rl_parse_rate(const char *text, size_t len, uint64_t *limit,
     uint64_t *window_us) RL_NOEXCEPT;
+/* A calendar rate, "Nr/h", "Nr/d", "Nr/w", "Nr/month" or "Nr/y": 0 on
+ * success, *per the offset of its unit in text. */
+int rl_parse_calendar_rate(const char *text, size_t len, uint64_t *limit,
+    size_t *per) RL_NOEXCEPT;
 
 /* Writes RL_RULE_ID_LEN hex digits naming a rule's state. */
 int rl_rule_id(const char *zone, size_t zone_len, const char *name,
@@ -86,7 +90,8 @@ const char *rl_script_sha(void) RL_NOEXCEPT;
 size_t rl_spec_len(int algorithm, size_t name_len) RL_NOEXCEPT;
 unsigned char *rl_spec_write(unsigned char *out, int algorithm,
     const char *name, size_t name_len, uint64_t limit, uint64_t window_us,
-    uint64_t burst, uint64_t delay, int dry, int burst_follows) RL_NOEXCEPT;
+    uint64_t burst, uint64_t delay, int dry, int burst_follows,
+    int calendar) RL_NOEXCEPT;
 
 /* Decodes one request's part of an EVALSHA reply (a hiredis
  * redisReply *), its rules of these costs, dry runs or not, within these

@@ -128,12 +128,21 @@ ngx_uint_t queueOf(const Node *n) {
 }
 
 /* A rule's parameters now: at its live limit, if any (SPEC section
- * 11: a burst left to its default follows it). */
-rl::Params paramsOf(const ngx_http_rl_rule_t *rule) {
+ * 11: a burst left to its default follows it); bounds: a calendar
+ * rule's period (SPEC section 12), NULL for others. */
+rl::Params paramsOf(const ngx_http_rl_rule_t *rule,
+                    const int64_t *bounds = nullptr) {
     uint64_t n = rl::live::limitOf(rule);
-    return rl::Params{static_cast<rl::Algorithm>(rule->algorithm), n,
-                      rule->window_us, rule->burst_follows ? n : rule->burst,
-                      rule->delay};
+    rl::Params p{static_cast<rl::Algorithm>(rule->algorithm), n,
+                 rule->window_us, rule->burst_follows ? n : rule->burst,
+                 rule->delay};
+    p.bounds = bounds;
+    return p;
+}
+
+/* Rule k of a group's period bounds, if it is a calendar rule. */
+const int64_t *boundsOf(const ngx_http_rl_group_t *g, ngx_uint_t k) {
+    return (g->calendar >> k) & 1 ? &g->bounds[3 * k] : nullptr;
 }
 
 /* A group's records: its rules, then the trials of them (dry runs at
@@ -160,6 +169,10 @@ struct Records {
     }
     bool dry(ngx_uint_t k) const {
         return trial(k) || ngx_http_rl_dry_run(g->ctx, rule(k)) != 0;
+    }
+    /* a calendar rule's period (a trial is never of one) */
+    const int64_t *bounds(ngx_uint_t k) const {
+        return trial(k) ? nullptr : boundsOf(g, k);
     }
     const ngx_str_t *value(ngx_uint_t k) const {
         return &g->ctx->values[index(k)];
@@ -487,6 +500,34 @@ int64_t blockRetryUs(int64_t blockedUs) {
     return blockedUs < rl::kBlockRetryUs ? blockedUs : rl::kBlockRetryUs;
 }
 
+
+/* A charge, or a credit (units counted, or taken off), at now. */
+ngx_int_t countAt(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
+                  const ngx_str_t *value, const int64_t *bounds,
+                  int64_t units, bool credit) {
+    int64_t now = nowUs(z);
+    Pressure pr;
+    ngx_shmtx_lock(&z->shpool->mutex);
+    /* in a key value's override's terms, as its requests are counted */
+    rl::Params p = paramsOf(rule, bounds);
+    if (sharedOf(z)->marks.count > 0) {
+        (void) marked(z, rule, value, now, &p);
+    }
+    Node *n = findOrCreate(z, rule, value, rl::logSlots(p), now, nullptr, 0,
+                           &pr);
+    if (n != nullptr) {
+        if (credit) {
+            rl::credit(p, n->state, units, now);
+        } else {
+            rl::charge(p, n->state, units, now);
+        }
+        settle(z, n, p, now);
+    }
+    ngx_shmtx_unlock(&z->shpool->mutex);
+    report(z, pr);
+    return n != nullptr ? NGX_OK : NGX_ERROR;
+}
+
 }  // namespace
 
 extern "C" {
@@ -554,7 +595,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     Pressure pr;
 
     for (ngx_uint_t k = 0; k < rec.n; k++) {
-        params[k] = paramsOf(rec.rule(k));
+        params[k] = paramsOf(rec.rule(k), rec.bounds(k));
         params[k].dryRun = rec.dry(k);
         params[k].slotId = g->slot_id;
         costs[k] = ctx->costs[rec.index(k)];
@@ -635,7 +676,7 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
         }
         /* in the terms it was counted in: an override's */
         const ngx_http_rl_rule_t *rule = rec.rule(k);
-        rl::Params p = paramsOf(rule);
+        rl::Params p = paramsOf(rule, rec.bounds(k));
         if (sharedOf(z)->marks.count > 0) {
             (void) marked(z, rule, rec.value(k), g->now_us, &p);
         }
@@ -703,8 +744,9 @@ void ngx_http_rl_shm_check(ngx_conf_t *cf,
 ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
                                const ngx_http_rl_rule_t *rule,
                                const ngx_str_t *value,
+                               const int64_t *bounds,
                                rl_outcome_t *out) noexcept {
-    rl::Params params = paramsOf(rule);
+    rl::Params params = paramsOf(rule, bounds);
     NodeKey nk(rule, value);
     int64_t now = nowUs(z);
     rl::State fresh = {0, 0, 0};
@@ -781,27 +823,25 @@ void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,
     ngx_shmtx_unlock(&z->shpool->mutex);
 }
 
+
 ngx_int_t ngx_http_rl_shm_charge(ngx_http_rl_zone_t *z,
                                  const ngx_http_rl_rule_t *rule,
                                  const ngx_str_t *value,
+                                 const int64_t *bounds,
                                  int64_t units) noexcept {
-    int64_t now = nowUs(z);
-    Pressure pr;
-    ngx_shmtx_lock(&z->shpool->mutex);
-    /* in a key value's override's terms, as its requests are counted */
-    rl::Params p = paramsOf(rule);
-    if (sharedOf(z)->marks.count > 0) {
-        (void) marked(z, rule, value, now, &p);
-    }
-    Node *n = findOrCreate(z, rule, value, rl::logSlots(p), now, nullptr, 0,
-                           &pr);
-    if (n != nullptr) {
-        rl::charge(p, n->state, units, now);
-        settle(z, n, p, now);
-    }
-    ngx_shmtx_unlock(&z->shpool->mutex);
-    report(z, pr);
-    return n != nullptr ? NGX_OK : NGX_ERROR;
+    return countAt(z, rule, value, bounds, units, false);
+}
+
+ngx_int_t ngx_http_rl_shm_credit(ngx_http_rl_zone_t *z,
+                                 const ngx_http_rl_rule_t *rule,
+                                 const ngx_str_t *value,
+                                 const int64_t *bounds,
+                                 int64_t units) noexcept {
+    return countAt(z, rule, value, bounds, units, true);
+}
+
+int64_t ngx_http_rl_shm_now(ngx_http_rl_zone_t *z) noexcept {
+    return nowUs(z);
 }
 
 }  // extern "C"

@@ -271,3 +271,26 @@ location /plain { rl_rule zone=main key=k rate=5r/90s; empty_gif; }
 ["GET /named", "GET /plain"]
 --- response_headers eval
 ["X-RL-Rule: per_client", "X-RL-Rule: 5r/90s"]
+
+
+
+=== TEST 6: $rl_rejected lists every enforced rule that rejected, the binding one first, never a dry run's
+--- http_config
+rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
+--- config
+location /t {
+    rl_rule zone=main key=k rate=2r/m name=minute;
+    rl_rule zone=main key=k rate=2r/y name=year;
+    rl_rule zone=main key=k rate=1r/h name=dry dry_run;
+    rl_rule zone=main key=k rate=10r/m name=loose;
+    add_header X-Rejected $rl_rejected always;
+    add_header X-RL-Rule $rl_rule always;
+    empty_gif;
+}
+--- request eval
+["GET /t", "GET /t", "GET /t"]
+--- error_code eval
+[200, 200, 429]
+--- response_headers eval
+["!X-Rejected", "!X-Rejected",
+ "X-Rejected: \"year\", \"minute\"\nX-RL-Rule: year"]

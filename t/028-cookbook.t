@@ -12,6 +12,9 @@ use RlTest;
 use CPAN::Meta::YAML;
 use IO::Socket::IP;
 use IO::Select;
+use JSON::PP ();
+use POSIX ();
+use RlTest::Api;
 
 # ------------------------------------------------------------ the docs
 
@@ -365,6 +368,123 @@ sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } 
         my $nokey = http_get($p, '/v1/chat');
         is($nokey->{headers}{'ratelimit-policy'}, '"per_ip";q=10;w=1',
            "$what: without a key, per address only");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ billing days
+
+# The next DAY-th of a month, 00:00 in Europe/Berlin, after now (epoch).
+sub berlin_next {
+    my ($day) = @_;
+    my $e;
+    {
+        local $ENV{TZ} = 'Europe/Berlin';
+        POSIX::tzset();
+        my @t = localtime(time);
+        my ($mon, $year) = ($t[4], $t[5]);
+        $mon++ if $t[3] >= $day;
+        ($mon, $year) = (0, $year + 1) if $mon > 11;
+        $e = POSIX::mktime(0, 0, 0, $day, $mon, $year, 0, 0, -1);
+    }
+    POSIX::tzset();
+    return $e;
+}
+
+SKIP: {
+    my $what = 'monthly quotas on billing days';
+    skip "$what: no /usr/share/zoneinfo (tzdata)", 1
+        unless -f '/usr/share/zoneinfo/Europe/Berlin';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/billing day/i, $what), $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my $api = RlTest::Api->new($port->{8082}, '/rl/');
+        my $res = http_get($p, '/api/x', 'X-Api-Key' => 'key-acme');
+        is($res->{code}, 200, "$what: a request of a key");
+        like($res->{headers}{'ratelimit-policy'},
+             qr/^"monthly";q=10000;w=\d+, "daily";q=500;w=\d+$/,
+             "$what: both rules in RateLimit-Policy");
+        like($res->{headers}{'ratelimit'}, qr/^"daily";r=499;t=\d+$/,
+             "$what: the day binds");
+        for my $k (['key-acme', 15], ['key-initech', 28], ['key-other', 1]) {
+            my ($key, $day) = @$k;
+            http_get($p, '/api/x', 'X-Api-Key' => $key) if $key ne 'key-acme';
+            my ($code, $d) = $api->get("1/rules/monthly/keys/$key?anchor=$day");
+            is($d->{remaining}, 9999, "$what: $key used 1 this month");
+            my $want = berlin_next($day) - time;
+            ok(abs(($d->{reset} // 0) - $want) <= 2,
+               "$what: ${key}'s month ends on the $day, 00:00 in Berlin "
+               . "($d->{reset} s, about $want)");
+        }
+        my ($code, $d) = $api->call('POST',
+            '1/rules/daily/keys/key-acme/credit', { units => 10 });
+        is($code, 200, "$what: a credit through the operator API");
+        is($d->{remaining}, 509, "$what: 10 more today");
+        $res = http_get($p, '/api/x', 'X-Api-Key' => 'key-acme');
+        is($res->{headers}{'x-ratelimit-remaining'}, 508,
+           "$what: the next request counts with it");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ problem details
+
+{
+    my $what = 'problem details';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/problem details/i, $what), $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my ($res, $n) = (undef, 0);
+        wait_until(sub {
+            $res = http_get($p, '/api/x', 'X-Api-Key' => 'k1');
+            $n++;
+            $res->{code} != 200;
+        }, timeout => 10, interval => 0);
+        is($res->{code}, 429, "$what: a 429 after $n requests");
+        is($res->{headers}{'content-type'}, 'application/problem+json',
+           "$what: as application/problem+json");
+        my $body = eval { JSON::PP->new->decode($res->{body}) };
+        ok($body, "$what: a JSON object") or diag($res->{body});
+        is($body->{type}, 'https://iana.org/assignments/http-problem-types'
+           . '#quota-exceeded', "$what: the draft's quota-exceeded type");
+        is($body->{status}, 429, "$what: its status");
+        like($body->{title} // '', qr/quota has been exceeded/,
+             "$what: its title");
+        is_deeply($body->{'violated-policies'}, ['per_ip'],
+                  "$what: violated-policies names the binding rule");
+        like($body->{detail} // '', qr/^Retry in \d+ seconds\.$/,
+             "$what: a detail with \$rl_reset");
+        ok($res->{headers}{'retry-after'}, "$what: Retry-After kept");
+        is($res->{headers}{'x-ratelimit-limit'}, 10,
+           "$what: X-RateLimit-Limit kept");
+        like($res->{headers}{ratelimit} // '', qr/^"per_ip";r=0;t=\d+$/,
+             "$what: RateLimit kept");
+        like($res->{headers}{'ratelimit-policy'} // '',
+             qr/^"per_ip";q=10;w=1, "monthly";q=100000;w=\d+$/,
+             "$what: RateLimit-Policy kept");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ failed logins
+
+{
+    my $what = 'failed logins';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/failed logins/i, $what), $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my $login = sub { http_get($p, "/login?password=$_[0]")->{code} };
+        my @ok = map { $login->('right') } 1 .. 20;
+        is("@ok", join(' ', (200) x 20),
+           "$what: 20 successful logins, never limited");
+        my @bad = map { $login->('wrong') } 1 .. 5;
+        is("@bad", '401 401 401 401 401', "$what: 5 failures reach the "
+           . 'application');
+        is($login->('wrong'), 429, "$what: the 6th failure is refused");
+        is($login->('right'), 429, "$what: and so is any login from there");
         $ng->stop(name => "$what: nginx");
     }
 }

@@ -4,8 +4,9 @@
 # failure=local with Redis down and its refund, a lease granted, spent,
 # given back to by a rejected request, and returned at exit; slots of
 # concurrency= held, renewed during a delay= and released, charges, in
-# Redis and in shared memory) and an embedded sliding_log state shared
-# by rules of two N, then exits; valgrind
+# Redis and in shared memory; calendar rules, their bounds in a refund
+# and a charge, and credits through the operator API) and an embedded
+# sliding_log state shared by rules of two N, then exits; valgrind
 # must report no invalid read or write and no use of uninitialised
 # memory. (A parked request's phases can finish it and free its pool:
 # what runs after them must not touch it.)
@@ -104,6 +105,18 @@ http {
             rl_rule zone=x key=il rate=1r/s algorithm=gcra burst=5 delay=0;
             empty_gif;
         }
+        location /month {
+            rl_rule zone=x key=m rate=3r/month tz=UTC anchor=\$arg_day
+                    name=month_x charge=\$arg_t;
+            rl_rule zone=y key=m rate=5r/w name=week cost=\$arg_c;
+            empty_gif;
+        }
+        location /monthe {
+            rl_rule zone=e key=m rate=3r/month tz=UTC name=month_e
+                    charge=\$arg_t;
+            empty_gif;
+        }
+        location /rl/ { rl_api write=on; }
         location /local {
             rl_rule zone=l key=l rate=100r/h name=first;
             rl_rule zone=l key=l rate=100r/h name=second;
@@ -144,10 +157,23 @@ push @want, ['/inflight?t=5', 200], ['/inflight?t=x', 200],
 # one state, two N: its ring is made again at each change of N
 push @want, ['/log3', 200], ['/log50', 200], ['/log50', 200],
             ['/log3', 429], ['/log50', 200], ['/log3', 429];
+# calendar rules: a request y rejects (a cost above its week's) gives x's
+# period back; charges carry bounds; credits on Redis and in memory
+push @want, ['/month?day=5&t=2&c=1', 200], ['/month?day=5&c=9', 429],
+            ['/monthe?t=3', 200], ['/monthe', 429];
 for my $w (@want) {
     my $t = http_get($port, $w->[0], -timeout => 30);
     is($t->{code}, $w->[1], "$w->[0]: $w->[1]");
 }
+for my $zone ('x', 'e') {
+    my $res = RlTest::HTTP::http_request($port, 'POST',
+        "/rl/1/rules/month_$zone/keys/m/credit?anchor=5",
+        headers => ['Content-Type' => 'application/json'],
+        body => '{"units": 2}', timeout => 30);
+    is($res->{code}, 200, "a credit of month_$zone");
+}
+is(http_get($port, '/monthe', -timeout => 30)->{code}, 200,
+   'the credit counts');
 
 ok(metric_value($port, 'rl_lease_units_total{zone="z",use="spent"}') > 0,
    'a lease was spent');

@@ -975,3 +975,103 @@ TEST(Decide, FreshAndInvalid) {
 }
 
 }  // namespace
+
+namespace {
+
+/* Calendar periods (SPEC section 12): a fixed_window given its period's
+ * bounds; credits (the operator API's). */
+
+using rl::Algorithm;
+
+constexpr int64_t kS = 1000000;
+
+/* A calendar day from 1000 s to 1000 s + a 23-hour day, the next of 25. */
+constexpr int64_t kDayBounds[3] = {1000 * kS, 1000 * kS + 23 * 3600 * kS,
+                                   1000 * kS + 48 * 3600 * kS};
+
+rl::Params calendarDay(uint64_t limit) {
+    rl::Params p{Algorithm::FixedWindow, limit, 86400ULL * 1000000, 0, 0};
+    p.bounds = kDayBounds;
+    return p;
+}
+
+TEST(Calendar, PeriodEndPicksAmongTheBoundsThenExtrapolates) {
+    rl::Params p = calendarDay(3);
+    EXPECT_EQ(rl::periodEnd(p, 0), p.bounds[0]) << "the period before";
+    EXPECT_EQ(rl::periodEnd(p, p.bounds[0]), p.bounds[1]);
+    EXPECT_EQ(rl::periodEnd(p, p.bounds[1] - 1), p.bounds[1]);
+    EXPECT_EQ(rl::periodEnd(p, p.bounds[1]), p.bounds[2]);
+    /* past the next: periods of its length (25 h) */
+    EXPECT_EQ(rl::periodEnd(p, p.bounds[2]), p.bounds[2] + 25 * 3600 * kS);
+    EXPECT_EQ(rl::periodEnd(p, p.bounds[2] + 60 * 3600 * kS),
+              p.bounds[2] + 75 * 3600 * kS);
+}
+
+TEST(Calendar, CountsInThePeriodAndResetsAtItsEnd) {
+    rl::Params p = calendarDay(2);
+    rl::State s{};
+    int64_t t = p.bounds[0] + 5 * kS;
+    for (int i = 0; i < 2; i++) {
+        rl::Check c = rl::check(p, s, nullptr, 1, t);
+        ASSERT_TRUE(c.ok);
+        EXPECT_EQ(c.resetUs, p.bounds[1] - t) << "until the 23-hour day ends";
+        rl::commit(p, s, nullptr, 1, t);
+    }
+    rl::Check c = rl::check(p, s, nullptr, 1, p.bounds[1] - 1);
+    EXPECT_FALSE(c.ok);
+    EXPECT_EQ(c.retryUs, 1);
+    EXPECT_EQ(rl::idleAtUs(p, s, nullptr, t), p.bounds[1]);
+    EXPECT_TRUE(rl::check(p, s, nullptr, 1, p.bounds[1]).ok);
+    /* a state whose period has not ended keeps counting, whatever the
+     * bounds say (a key's billing day changed: its period runs out) */
+    rl::Params later = p;
+    const int64_t earlier[3] = {kDayBounds[0] - 3600 * kS,
+                                kDayBounds[1] - 3600 * kS, kDayBounds[2]};
+    later.bounds = earlier;
+    EXPECT_FALSE(rl::check(later, s, nullptr, 1, p.bounds[1] - 7200 * kS)
+                     .ok);
+}
+
+TEST(Credit, FixedWindowUsageGoesBelowZeroUntilTheWindowEnds) {
+    for (bool calendar : {false, true}) {
+        rl::Params p = calendar
+                           ? calendarDay(2)
+                           : rl::Params{Algorithm::FixedWindow, 2,
+                                        100 * kS, 0, 0};
+        int64_t t = calendar ? p.bounds[0] + kS : 1000 * kS;
+        int64_t end = calendar ? p.bounds[1] : 1100 * kS;
+        rl::State s{};
+        rl::commit(p, s, nullptr, 2, t);
+        EXPECT_FALSE(rl::check(p, s, nullptr, 1, t).ok);
+        rl::credit(p, s, 3, t + 1);
+        rl::Check c = rl::check(p, s, nullptr, 1, t + 2);
+        EXPECT_TRUE(c.ok);
+        EXPECT_EQ(c.left, 3) << "2 - 2 + 3";
+        /* a refund never takes the credit */
+        rl::refund(p, s, nullptr, 5, t + 3);
+        EXPECT_EQ(rl::check(p, s, nullptr, 1, t + 4).left, 5);
+        /* a credit to a key with no usage: below zero */
+        rl::State fresh{};
+        rl::credit(p, fresh, 4, t);
+        EXPECT_EQ(rl::check(p, fresh, nullptr, 1, t).left, 6);
+        EXPECT_EQ(rl::idleAtUs(p, fresh, nullptr, t), end);
+        /* the window ends: so does the credit */
+        EXPECT_EQ(rl::check(p, fresh, nullptr, 1, end).left, 2);
+    }
+}
+
+TEST(Credit, OtherAlgorithmsGetUnitsBackAsARefund) {
+    rl::Params tb{Algorithm::TokenBucket, 10, 10 * kS, 10, 0};
+    rl::State s{};
+    rl::commit(tb, s, nullptr, 8, 1000 * kS);
+    rl::credit(tb, s, 5, 1000 * kS);
+    EXPECT_EQ(rl::check(tb, s, nullptr, 1, 1000 * kS).left, 7);
+    rl::credit(tb, s, 5, 1000 * kS);
+    EXPECT_EQ(rl::check(tb, s, nullptr, 1, 1000 * kS).left, 10)
+        << "a bucket holds no more than its burst";
+    EXPECT_FALSE(rl::takesCredit(Algorithm::SlidingLog));
+    EXPECT_FALSE(rl::takesCredit(Algorithm::Concurrency));
+    EXPECT_TRUE(rl::takesCredit(Algorithm::Gcra));
+}
+
+}  // namespace

@@ -231,8 +231,33 @@ TEST(ApiPath, Methods) {
     EXPECT_FALSE(rl::api::allows(Route::Override, Method::Post));
     EXPECT_FALSE(rl::api::allows(Route::Top, Method::Other));
     EXPECT_STREQ(rl::api::allowHeader(Route::Block), "POST, DELETE");
+    EXPECT_TRUE(rl::api::allows(Route::Credit, Method::Post));
+    EXPECT_FALSE(rl::api::allows(Route::Credit, Method::Get));
+    EXPECT_STREQ(rl::api::allowHeader(Route::Credit), "POST");
     EXPECT_TRUE(rl::api::isWrite(Method::Delete));
     EXPECT_FALSE(rl::api::isWrite(Method::Head));
+}
+
+/* Credits (SPEC section 12) and a key's billing day, in both forms. */
+TEST(ApiPath, CreditsAndAnchors) {
+    Parsed p = parse("/1/rules/monthly/keys/k1/credit", "anchor=15");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.route, Route::Credit);
+    EXPECT_EQ(p.req.value, "k1");
+    EXPECT_EQ(p.req.anchor, 15);
+    p = parse("/1/rules/monthly/key/credit", "value=..&anchor=1");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.route, Route::Credit);
+    EXPECT_EQ(p.req.value, "..");
+    EXPECT_EQ(p.req.anchor, 1);
+    EXPECT_EQ(parse("/1/rules/monthly/keys/k1").req.anchor, 0);
+    for (const char* bad : {"anchor=0", "anchor=29", "anchor=", "anchor=x",
+                            "anchor=1x", "anchor=100000000000000"}) {
+        p = parse("/1/rules/monthly/keys/k1", bad);
+        EXPECT_FALSE(p.ok) << bad;
+        EXPECT_EQ(p.err.status, 400) << bad;
+    }
+    EXPECT_FALSE(parse("/1/rules/monthly/keys/k1/credit/x").ok);
 }
 
 TEST(ApiPath, PercentDecode) {

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "core/algorithm.hpp"
+#include "core/calendar.hpp"
+#include "core/time_zone.hpp"
 #include "redis_fixture.hpp"
 
 namespace {
@@ -83,6 +85,27 @@ struct Twin {
     rl::State s{};
     std::vector<int64_t> log;
     int64_t ttlIdle = 0;  /* where the TTL the script set last ends */
+    /* a calendar rule: its bounds made at each call's time plus skewUs
+     * (nginx's clock, where the script decides on Redis') */
+    const rl::tz::TimeZone* zone = nullptr;
+    rl::calendar::Unit unit = rl::calendar::Unit::Day;
+    int anchor = 0;
+    int64_t skewUs = 0;
+    int64_t bounds[3] = {0, 0, 0};  /* what p.bounds points to */
+
+    void at(int64_t now) {
+        if (zone == nullptr) {
+            return;
+        }
+        rl::calendar::Bounds b =
+            rl::calendar::boundsAt(*zone, unit, anchor, now + skewUs);
+        int64_t v[3] = {b.start, b.end, b.next};
+        for (int i = 0; i < 3; i++) {
+            bounds[i] = v[i];
+            rule.bounds[i] = v[i];
+        }
+        p.bounds = bounds;  /* (a copied twin points to its own) */
+    }
 };
 
 Twin twin(std::string_view value, Algorithm a, uint64_t limit,
@@ -141,6 +164,7 @@ protected:
         std::vector<int64_t*> logs;
         std::vector<Rule> lua;
         for (size_t i = 0; i < n; i++) {
+            rules[i].at(now);
             p.push_back(rules[i].p);
             s.push_back(&rules[i].s);
             logs.push_back(rules[i].log.data());
@@ -254,6 +278,7 @@ protected:
                     const std::vector<uint64_t>& costs, int64_t then) {
         std::vector<Rule> lua;
         for (size_t i = 0; i < rules.size(); i++) {
+            rules[i].at(then);
             rl::refund(rules[i].p, rules[i].s, rules[i].log.data(),
                        costs[i], then);
             lua.push_back(rules[i].rule);
@@ -276,10 +301,13 @@ protected:
         std::vector<Rule> lua;
         for (size_t i = 0; i < rules.size(); i++) {
             Twin& t = rules[i];
+            t.at(then);
             if (kind == rl::CallKind::Refund) {
                 rl::refund(t.p, t.s, t.log.data(), 1, then);
             } else if (kind == rl::CallKind::Renew) {
                 rl::renew(t.p, t.s, t.log.data(), then);
+            } else if (kind == rl::CallKind::Credit) {
+                rl::credit(t.p, t.s, units[i], then);
             } else {
                 rl::charge(t.p, t.s, units[i], then);
             }
@@ -298,9 +326,12 @@ protected:
         for (size_t i = 0; ttls != nullptr && i < rules.size(); i++) {
             ttls->push_back(all->element[2 + 3 * i]->integer);
         }
-        for (size_t i = 0; kind == rl::CallKind::Charge &&
+        for (size_t i = 0; (kind == rl::CallKind::Charge ||
+                            kind == rl::CallKind::Credit) &&
                            i < rules.size(); i++) {
-            if (units[i] <= 0) {
+            if (units[i] <= 0 ||
+                (kind == rl::CallKind::Credit &&
+                 rules[i].p.algorithm != Algorithm::FixedWindow)) {
                 continue;   /* given back: as a refund, no TTL of its own */
             }
             const redisReply* ttl = all->element[2 + 3 * i];
@@ -735,6 +766,178 @@ TEST_F(Differential, Charges) {
                 ASSERT_NO_FATAL_FAILURE(ownBoth(
                     rules, rl::CallKind::Charge, {units}, t, where));
             }
+        }
+        EXPECT_GT(rejected, 20) << name(rules[0]);
+    }
+}
+
+}  // namespace
+
+namespace {
+
+/* ------------------------------------------------------------------ */
+/* Calendar periods (SPEC section 12): a fixed_window whose records carry
+ * their period's bounds, made at nginx's clock (here the step's time
+ * plus a skew); the script and the core pick the period the step's time
+ * falls in with them, alike. */
+
+std::string zoneFile(const char* name) {
+    std::ifstream in(std::string("/usr/share/zoneinfo/") + name,
+                     std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+int64_t utcUs(int64_t y, int m, int d, int h = 0) {
+    return (rl::tz::daysFromCivil(y, m, d) * 86400 + h * 3600) *
+           static_cast<int64_t>(kSec);
+}
+
+Twin calendarTwin(const std::string& value, const rl::tz::TimeZone& z,
+                  rl::calendar::Unit u, int anchor, uint64_t limit,
+                  int64_t skewUs) {
+    Twin t = twin(value, Algorithm::FixedWindow, limit,
+                  rl::calendar::nominalUs(u));
+    t.zone = &z;
+    t.unit = u;
+    t.anchor = anchor;
+    t.skewUs = skewUs;
+    return t;
+}
+
+/* Days in Europe/Berlin across both changes of 2025, nginx's clock
+ * right, a minute and a half off either way, and more than a day off
+ * (the script then extrapolates, or counts in the period before):
+ * random gaps of up to 3 hours, costs 0 to 3, refunds, credits. */
+TEST_F(Differential, CalendarDaysAcrossDaylightSaving) {
+    std::string bytes = zoneFile("Europe/Berlin");
+    if (bytes.empty()) {
+        GTEST_SKIP() << "no zoneinfo (tzdata)";
+    }
+    const char* why = nullptr;
+    auto berlin = rl::tz::parseTzif(bytes, &why);
+    ASSERT_TRUE(berlin) << why;
+    const int64_t hour = 3600 * static_cast<int64_t>(kSec);
+    int rejected = 0;
+    for (int64_t skew : {int64_t(0), 90 * static_cast<int64_t>(kSec),
+                         -90 * static_cast<int64_t>(kSec), 30 * hour,
+                         -30 * hour, 80 * hour}) {
+        for (int64_t start : {utcUs(2025, 3, 28, 12),
+                              utcUs(2025, 10, 24, 12)}) {
+            std::vector<Twin> rules = {
+                calendarTwin("day" + std::to_string(skew) + "-" +
+                                 std::to_string(start),
+                             *berlin, rl::calendar::Unit::Day, 0, 5, skew)};
+            std::mt19937_64 rng(static_cast<uint64_t>(skew + start));
+            int64_t t = start;
+            std::vector<std::pair<int64_t, uint64_t>> admitted;
+            for (int i = 0; i < 120; i++) {
+                std::string where = "skew " + std::to_string(skew) +
+                                    " step " + std::to_string(i);
+                t += static_cast<int64_t>(rng() % 3) * hour +
+                     static_cast<int64_t>(rng() % 3600) *
+                         static_cast<int64_t>(kSec);
+                if (!admitted.empty() && rng() % 10 == 0) {
+                    refundBoth(rules, {admitted.back().second},
+                               admitted.back().first);
+                    admitted.pop_back();
+                }
+                if (rng() % 15 == 0) {
+                    ASSERT_NO_FATAL_FAILURE(ownBoth(
+                        rules, rl::CallKind::Credit,
+                        {static_cast<int64_t>(1 + rng() % 4)}, t, where));
+                }
+                uint64_t cost = rng() % 4;
+                int d = step(rules, {cost}, t, where);
+                ASSERT_GE(d, 0);
+                if (d == 1) {
+                    admitted.emplace_back(t, cost);
+                } else {
+                    rejected++;
+                }
+            }
+        }
+    }
+    EXPECT_GT(rejected, 100);
+}
+
+/* Months from an anchor day, and a key whose anchor changes (a billing
+ * day from a variable): its period runs until it ends, then the new
+ * day's; weeks from Monday and Sunday; hours in a zone off the whole
+ * hour; stacked with a plain window. */
+TEST_F(Differential, CalendarMonthsWeeksHoursAnchors) {
+    std::string b1 = zoneFile("Europe/Berlin");
+    std::string b2 = zoneFile("Asia/Kathmandu");
+    if (b1.empty() || b2.empty()) {
+        GTEST_SKIP() << "no zoneinfo (tzdata)";
+    }
+    const char* why = nullptr;
+    auto berlin = rl::tz::parseTzif(b1, &why);
+    auto kathmandu = rl::tz::parseTzif(b2, &why);
+    ASSERT_TRUE(berlin && kathmandu);
+    const int64_t hour = 3600 * static_cast<int64_t>(kSec);
+    using rl::calendar::Unit;
+    std::vector<Twin> rules = {
+        calendarTwin("cal", *berlin, Unit::Month, 15, 40, 0),
+        calendarTwin("cal", *berlin, Unit::Week, 0, 20, 0),
+        calendarTwin("cal", *kathmandu, Unit::Hour, 0, 3, 0),
+        twin("cal", Algorithm::FixedWindow, 4, 3600 * kSec)};
+    rules[1].rule.name = "w";
+    rules[2].rule.name = "h";
+    std::mt19937_64 rng(2025);
+    int64_t t = utcUs(2025, 1, 10);
+    int rejected = 0;
+    for (int i = 0; i < 600; i++) {
+        std::string where = "step " + std::to_string(i);
+        t += static_cast<int64_t>(rng() % 7) * hour / 2 +
+             static_cast<int64_t>(rng() % 600) * static_cast<int64_t>(kSec);
+        if (rng() % 40 == 0) {
+            /* the billing day changes: 1 to 28 */
+            rules[0].anchor = 1 + static_cast<int>(rng() % 28);
+        }
+        if (rng() % 30 == 0) {
+            std::vector<Twin> one = {rules[0]};
+            ASSERT_NO_FATAL_FAILURE(ownBoth(one, rl::CallKind::Credit,
+                                            {7}, t, where));
+            rules[0].s = one[0].s;
+            rules[0].ttlIdle = one[0].ttlIdle;
+        }
+        std::vector<uint64_t> costs = {rng() % 3, rng() % 2, 1, rng() % 2};
+        int d = step(rules, costs, t, where);
+        ASSERT_GE(d, 0);
+        rejected += d == 0 ? 1 : 0;
+    }
+    EXPECT_GT(rejected, 50);
+}
+
+/* Credits between decisions on every algorithm that takes them: a
+ * fixed window's usage below zero, the others given back as a refund
+ * at the credit's time; the decisions after agree. */
+TEST_F(Differential, Credits) {
+    for (Algorithm a : kAll) {
+        if (!rl::takesCredit(a)) {
+            continue;
+        }
+        uint64_t burst = a == Algorithm::TokenBucket ? 10 : 4;
+        std::vector<Twin> rules = {twin("credit", a, 10, 10 * kSec, burst,
+                                        burst)};
+        std::mt19937_64 rng(50 + static_cast<int>(a));
+        int64_t t = static_cast<int64_t>(windowStart(kDay)) + 3;
+        int rejected = 0;
+        for (int i = 0; i < 200; i++) {
+            std::string where = name(rules[0]) + " step " +
+                                std::to_string(i);
+            t += static_cast<int64_t>(rng() % 800) *
+                 static_cast<int64_t>(kMs);
+            if (rng() % 8 == 0) {
+                ASSERT_NO_FATAL_FAILURE(ownBoth(
+                    rules, rl::CallKind::Credit,
+                    {static_cast<int64_t>(1 + rng() % 12)}, t, where));
+            }
+            int d = step(rules, {1 + rng() % 2}, t, where);
+            ASSERT_GE(d, 0);
+            rejected += d == 0 ? 1 : 0;
         }
         EXPECT_GT(rejected, 20) << name(rules[0]);
     }

@@ -97,7 +97,11 @@ struct Rule {
     std::string name = "r";     /* what an override names */
     bool burstFollows = false;  /* burst is the limit's default */
     uint64_t slot = 0;          /* concurrency: the request's slot */
-    int64_t charge = 0;         /* a charge call's units */
+    int64_t charge = 0;         /* a charge (or credit) call's units */
+    /* a calendar rule's bounds (src/core/calendar.hpp), us; 0: none */
+    int64_t bounds[3] = {0, 0, 0};
+
+    bool calendar() const { return bounds[2] > 0; }
 };
 
 struct Decision {
@@ -277,7 +281,7 @@ protected:
         std::string spec(rl::specBytes(r.algorithm, r.name), '\0');
         auto* p = reinterpret_cast<unsigned char*>(spec.data());
         rl::writeSpec(p, r.algorithm, r.name, r.limit, r.windowUs, r.burst,
-                      r.delay, r.dryRun, r.burstFollows);
+                      r.delay, r.dryRun, r.burstFollows, r.calendar());
         return spec;
     }
 
@@ -307,7 +311,13 @@ protected:
         std::string head;
         size_t q = 0;
         for (const auto& [rules, t] : requests) {
-            std::string part(rl::requestBytes(rules.size()), '\0');
+            size_t calendars = 0;
+            for (const Rule& r : rules) {
+                calendars += r.calendar() ? 1 : 0;
+            }
+            std::string part(rl::requestBytes(rules.size()) +
+                                 rl::kBoundsBytes * calendars,
+                             '\0');
             auto* p = reinterpret_cast<unsigned char*>(part.data());
             p = rl::requestHead(p, rules.size(), t,
                                 q < asks.size() ? asks[q] : 0);
@@ -317,10 +327,14 @@ protected:
                 size_t s = index(specIndex, specs, specOf(r));
                 if (r.algorithm == "concurrency") {
                     p = rl::slotRecord(p, k, s, r.slot);
-                } else if (kind == rl::CallKind::Charge) {
+                } else if (kind == rl::CallKind::Charge ||
+                           kind == rl::CallKind::Credit) {
                     p = rl::chargeRecord(p, k, s, r.charge);
                 } else {
                     p = rl::ruleRecord(p, k, s, r.cost);
+                }
+                if (r.calendar()) {
+                    p = rl::boundsRecord(p, r.bounds);
                 }
             }
             head += part;

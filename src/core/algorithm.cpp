@@ -2,7 +2,9 @@
  * (tests/differential_test.cpp holds them to it).
  *
  * State per algorithm (all zero: fresh):
- *   fixed_window    a = window index, b = count in it
+ *   fixed_window    a = window index (a calendar rule: its period's
+ *                   end, us), b = count in it, c = the credit it was
+ *                   given in it (usage: b - c)
  *   sliding_window  a = current window index, b = its count,
  *                   c = count of window a - 1
  *   sliding_log     a = entries in the ring, b = index of the oldest;
@@ -98,36 +100,58 @@ Check rejectAll(int64_t retryUs) {
 /* ------------------------------------------------------------------ */
 /* fixed_window                                                       */
 
+/* The window (a calendar rule: its period's end) the state keeps
+ * counting in at now: its own while it runs (the same window, or a later
+ * one: the clock went back; a calendar period until it ends, whatever
+ * the bounds say), else now's, fresh. */
+struct Window {
+    int64_t w;
+    bool kept;
+};
+
+Window fixedWindow(const Params& p, const State& s, int64_t now) {
+    if (p.calendar()) {
+        return s.a > now ? Window{s.a, true} : Window{periodEnd(p, now), false};
+    }
+    int64_t w = now / i64(p.windowUs);
+    return s.a >= w ? Window{s.a, true} : Window{w, false};
+}
+
 Check fixedCheck(const Params& p, const State& s, int64_t cost, int64_t now) {
     const int64_t limit = i64(p.limit);
-    const int64_t window = i64(p.windowUs);
-    int64_t w = now / window;
-    int64_t count = 0;
-    if (s.a >= w) {
-        w = s.a; /* the same window, or a later one (clock went back) */
-        count = s.b;
-    }
+    Window win = fixedWindow(p, s, now);
+    int64_t used = win.kept ? s.b - s.c : 0;
     Check c{};
-    c.ok = count + cost <= limit;
-    c.left = std::max<int64_t>(limit - count, 0);
-    c.resetUs = (w + 1) * window - now;
+    c.ok = used + cost <= limit;
+    c.left = std::max<int64_t>(limit - used, 0);
+    c.resetUs = p.calendar() ? win.w - now
+                             : (win.w + 1) * i64(p.windowUs) - now;
     c.retryUs = c.ok ? 0 : c.resetUs;
     return c;
 }
 
 void fixedCommit(const Params& p, State& s, int64_t cost, int64_t now) {
-    int64_t w = now / i64(p.windowUs);
-    if (s.a >= w) {
+    Window win = fixedWindow(p, s, now);
+    if (win.kept) {
         s.b += cost;
     } else {
-        s.a = w;
-        s.b = cost;
+        s = {win.w, cost, 0};
     }
 }
 
 void fixedRefund(const Params& p, State& s, int64_t cost, int64_t then) {
-    if (s.a == then / i64(p.windowUs)) {
+    int64_t w = p.calendar() ? periodEnd(p, then) : then / i64(p.windowUs);
+    if (s.a == w) {
         s.b = std::max<int64_t>(s.b - cost, 0);
+    }
+}
+
+void fixedCredit(const Params& p, State& s, int64_t units, int64_t now) {
+    Window win = fixedWindow(p, s, now);
+    if (win.kept) {
+        s.c += units;
+    } else {
+        s = {win.w, 0, units};
     }
 }
 
@@ -920,6 +944,33 @@ void renew(const Params& p, State& s, int64_t* log, int64_t nowUs) {
     }
 }
 
+int64_t periodEnd(const Params& p, int64_t nowUs) {
+    const int64_t* b = p.bounds;
+    for (int i = 0; i < 3; i++) {
+        if (nowUs < b[i]) {
+            return b[i];
+        }
+    }
+    int64_t len = std::max<int64_t>(b[2] - b[1], 1);
+    return b[2] + ((nowUs - b[2]) / len + 1) * len;
+}
+
+bool takesCredit(Algorithm a) {
+    return a != Algorithm::SlidingLog && a != Algorithm::Concurrency;
+}
+
+void credit(const Params& p, State& s, int64_t units, int64_t nowUs) {
+    if (!valid(p) || units <= 0 || !takesCredit(p.algorithm)) {
+        return;
+    }
+    const int64_t now = std::max<int64_t>(nowUs, 0);
+    if (p.algorithm == Algorithm::FixedWindow) {
+        fixedCredit(p, s, std::min(units, kMaxFigure), now);
+    } else {
+        refund(p, s, nullptr, static_cast<uint64_t>(units), now);
+    }
+}
+
 int64_t idleAtUs(const Params& p, const State& s, const int64_t* log,
                  int64_t nowUs) {
     if (!valid(p)) {
@@ -929,7 +980,11 @@ int64_t idleAtUs(const Params& p, const State& s, const int64_t* log,
     int64_t at = 0;
     switch (p.algorithm) {
     case Algorithm::FixedWindow:
-        at = s.b > 0 ? (s.a + 1) * window : 0;
+        if (s.b == 0 && s.c == 0) {
+            at = 0;
+        } else {
+            at = p.calendar() ? s.a : (s.a + 1) * window;
+        }
         break;
     case Algorithm::SlidingWindow:
         at = s.b > 0 ? (s.a + 2) * window

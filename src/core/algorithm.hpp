@@ -58,7 +58,24 @@ struct Params {
     /* concurrency: the request's slot (its worker and a counter), what
      * commit() holds and refund() releases */
     uint64_t slotId = 0;
+    /* fixed_window counting calendar periods (rate=Nr/month...,
+     * src/core/calendar.hpp): 3 times in us, the start and end of the
+     * period holding the time they were made at and the next period's
+     * end (NULL: windows of windowUs from the epoch), kept by the caller
+     * while it decides (a pointer: a request's arrays of Params are made
+     * for every rule it could have). A request's time picks its period
+     * among them (periodEnd()); windowUs is then only the unit's nominal
+     * length, for the reply's bounds. */
+    const int64_t* bounds = nullptr;
+
+    bool calendar() const { return bounds != nullptr; }
 };
+
+/* A calendar rule's period that `nowUs` falls in, by its end: the first
+ * of the bounds after it; past the last, periods of the next one's
+ * length after it (a clock more than a period ahead of the one that
+ * made the bounds). */
+int64_t periodEnd(const Params& p, int64_t nowUs);
 
 /* A concurrency rule's retry, and its figures' reset when nothing is
  * left: a slot frees as soon as any request of the key ends, so the
@@ -145,6 +162,19 @@ void refund(const Params& p, State& s, int64_t* log, uint64_t cost,
  * admitted request; a negative charge gives -units back at nowUs, as
  * refund() does. Not for sliding_log nor concurrency. */
 void charge(const Params& p, State& s, int64_t units, int64_t nowUs);
+
+/* A credit (the operator API's, SPEC section 12): the key may use
+ * `units` more now. fixed_window (and every calendar rule): its usage
+ * goes down by units in its current window or period, below zero if need
+ * be, until the window ends (the credit kept apart from the count, so a
+ * refund never takes it); the state is made for now's window if it has
+ * none. sliding_window and the meters: units given back at nowUs, as
+ * refund() does (none goes below a fresh state). Not for sliding_log
+ * nor concurrency (the API refuses them). */
+void credit(const Params& p, State& s, int64_t units, int64_t nowUs);
+
+/* Whether an algorithm takes a credit. */
+bool takesCredit(Algorithm a);
 
 /* concurrency: p.slotId expires a hold after nowUs, never sooner than
  * it did (its request still runs); a slot no longer held (expired and

@@ -134,6 +134,17 @@ bool parseQuery(char* q, size_t len, bool decoded, Request* out,
                 values->value = got;
                 values->hasValue = true;
             }
+        } else if (key == "anchor") {
+            int day = 0;
+            for (long k = 0; k < n && day <= 28; k++) {
+                day = v[k] >= '0' && v[k] <= '9' ? day * 10 + (v[k] - '0')
+                                                 : 99;
+            }
+            if (n <= 0 || day < 1 || day > 28) {
+                return fail(err, 400, "ArgumentInvalid",
+                            "anchor= takes a day of the month from 1 to 28");
+            }
+            out->anchor = day;
         } else if (key == "zone") {
             if (n <= 0 || static_cast<size_t>(n) > kMaxName) {
                 return fail(err, 400, "ArgumentInvalid",
@@ -268,6 +279,8 @@ bool parse(char* path, size_t len, char* query, size_t qlen, bool decoded,
         out->route = Route::Block;
     } else if (s.n == action + 1 && is(s, action, "override")) {
         out->route = Route::Override;
+    } else if (s.n == action + 1 && is(s, action, "credit")) {
+        out->route = Route::Credit;
     } else {
         return notFound(err);
     }
@@ -304,6 +317,8 @@ bool allows(Route r, Method m) {
     case Route::Limit:
     case Route::Trial:
         return m == Method::Put || m == Method::Delete;
+    case Route::Credit:
+        return m == Method::Post;
     default:
         return m == Method::Get || m == Method::Head;
     }
@@ -319,6 +334,8 @@ const char* allowHeader(Route r) {
     case Route::Limit:
     case Route::Trial:
         return "PUT, DELETE";
+    case Route::Credit:
+        return "POST";
     default:
         return "GET, HEAD";
     }

@@ -9,6 +9,7 @@
  *   /1/rules/NAME/keys/VALUE             a key's state; DELETE: reset
  *   /1/rules/NAME/keys/VALUE/block       POST, DELETE
  *   /1/rules/NAME/keys/VALUE/override    PUT, DELETE
+ *   /1/rules/NAME/keys/VALUE/credit      POST: N more units this period
  *   /1/rules/NAME/limit                  PUT, DELETE: its live limit
  *   /1/rules/NAME/trial                  PUT, DELETE: its trial
  *   /1/fleet                             the fleet's instances
@@ -22,8 +23,10 @@
  *                                        away even encoded)
  *
  * and `zone=Z` in the query on any rule path, for a name that more than
- * one zone has; `key=VALUE` in the query for an empty VALUE in the path
- * (a value with a NUL byte: nginx refuses %00 in a path). A value may
+ * one zone has; `anchor=D` (1 to 28) on a key's paths, the key's billing
+ * day for a rule whose anchor= is a variable (SPEC section 12);
+ * `key=VALUE` in the query for an empty VALUE in the path (a value with
+ * a NUL byte: nginx refuses %00 in a path). A value may
  * have any length a request line can carry. Segments are cut at '/'
  * before they are percent-decoded, so a name or a value may hold any
  * byte ("5r%2Fm" is the rule named 5r/m). Pure: no nginx, no
@@ -46,6 +49,7 @@ enum class Route : uint8_t {
     Key,
     Block,
     Override,
+    Credit,
     Limit,      /* SPEC section 11: live limits, trials, the fleet */
     Trial,
     Fleet,
@@ -83,6 +87,7 @@ struct Request {
                                    (at most kMaxTop), audit entries (at
                                    most kMaxAudit) */
     bool trial = false;         /* ?trial=1: the trial's top keys */
+    int anchor = 0;             /* ?anchor=, 1 to 28; 0: not given */
 };
 
 /* Parses `path` (from its first '/', below the location) and `query`

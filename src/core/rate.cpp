@@ -82,6 +82,32 @@ std::optional<uint64_t> parseDurationMs(std::string_view text) {
     return total;
 }
 
+std::optional<CalendarRate> parseCalendarRate(std::string_view text) {
+    size_t pos = text.find("r/");
+    if (pos == 0 || pos == std::string_view::npos) {
+        return std::nullopt;
+    }
+    std::string_view per = text.substr(pos + 2);
+    if (per != "h" && per != "d" && per != "w" && per != "month" &&
+        per != "y") {
+        return std::nullopt;
+    }
+    uint64_t limit = 0;
+    for (size_t i = 0; i < pos; i++) {
+        if (!isDigit(text[i])) {
+            return std::nullopt;
+        }
+        limit = limit * 10 + static_cast<uint64_t>(text[i] - '0');
+        if (limit > kMaxLimit) {
+            return std::nullopt;
+        }
+    }
+    if (limit == 0) {
+        return std::nullopt;
+    }
+    return CalendarRate{limit, pos + 2};
+}
+
 std::optional<Rate> parseRate(std::string_view text) {
     size_t pos = text.find("r/");
     if (pos == 0 || pos == std::string_view::npos) {

@@ -22,4 +22,13 @@ std::optional<uint64_t> parseDurationMs(std::string_view text);
 /* "Nr/s", "Nr/m", "Nr/h", "Nr/d" or "Nr/TIME" with an nginx time. */
 std::optional<Rate> parseRate(std::string_view text);
 
+/* A calendar rate (SPEC section 12): N per "h", "d", "w", "month" or
+ * "y" (src/core/calendar.hpp), its unit at text[per]. */
+struct CalendarRate {
+    uint64_t limit;
+    size_t per;
+};
+
+std::optional<CalendarRate> parseCalendarRate(std::string_view text);
+
 }  // namespace rl

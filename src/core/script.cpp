@@ -49,12 +49,13 @@ unsigned char* putDouble(unsigned char* p, double v) {
 unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
                          std::string_view rule, uint64_t limit,
                          uint64_t windowUs, uint64_t burst, uint64_t delay,
-                         bool dry, bool burstFollows) {
+                         bool dry, bool burstFollows, bool calendar) {
     p = putDouble(p, static_cast<double>(limit));
     p = putDouble(p, static_cast<double>(windowUs));
     p = putDouble(p, static_cast<double>(burst));
     p = putDouble(p, static_cast<double>(delay));
-    p = putDouble(p, (dry ? 1 : 0) + (burstFollows ? 2 : 0));
+    p = putDouble(p, (dry ? 1 : 0) + (burstFollows ? 2 : 0) +
+                         (calendar ? 4 : 0));
     p = putDouble(p, static_cast<double>(algorithm.size()));
     std::memcpy(p, algorithm.data(), algorithm.size());
     p += algorithm.size();
@@ -141,6 +142,13 @@ unsigned char* slotRecord(unsigned char* p, size_t key, size_t spec,
     return p;
 }
 
+unsigned char* boundsRecord(unsigned char* p, const int64_t* bounds) {
+    for (int i = 0; i < 3; i++) {
+        p = putDouble(p, static_cast<double>(bounds[i]));
+    }
+    return p;
+}
+
 unsigned char* chargeRecord(unsigned char* p, size_t key, size_t spec,
                             int64_t units) {
     p = putDouble(p, static_cast<double>(key));
@@ -156,6 +164,8 @@ std::string_view callWord(CallKind kind) {
         return "renew";
     case CallKind::Charge:
         return "charge";
+    case CallKind::Credit:
+        return "credit";
     default:
         return {};
     }

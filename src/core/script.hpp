@@ -11,7 +11,9 @@
  * - head: little-endian doubles (putDouble), for each request in order
  *   its rule count n and time t (requestHead), then for each of its
  *   rules the 1-based indexes of its key and spec and its cost
- *   (ruleRecord): requestBytes(n) bytes. t <= 0: Redis' TIME plus t (the
+ *   (ruleRecord): requestBytes(n) bytes, and kBoundsBytes more for each
+ *   calendar rule, whose record its period's bounds follow (boundsRecord).
+ *   t <= 0: Redis' TIME plus t (the
  *   request waited -t us in nginx); t > 0: that time, in us (a refund
  *   sends its decision's; tests). A request asking for a lease of k
  *   units (SPEC section 6) sends n + 128 k for n. A concurrency rule
@@ -20,7 +22,9 @@
  * - spec_j: a rule's constants, made once at configuration (writeSpec):
  *   limit, window in us, burst, delay, flags (1: a dry run; 2: burst is
  *   the limit's default, and follows a key value's override of the
- *   limit), the length of the algorithm's name, packed like the head,
+ *   limit; 4: a calendar rule, SPEC section 12: its records carry their
+ *   period's bounds), the length of the algorithm's name, packed like
+ *   the head,
  *   then the algorithm's name and the rule's (what overrides name; a
  *   length rather than a separator: Redis finds no separator on every
  *   call). Burst is the effective one
@@ -31,7 +35,8 @@
  *   (another zone rejected it), and release its slots (it ended);
  *   "renew": its slots expire a hold later (it still runs); "charge":
  *   each rule's record counts its cost more, or gives -cost back
- *   (chargeRecord; SPEC section 10).
+ *   (chargeRecord; SPEC section 10); "credit": each rule's usage goes
+ *   down by its record's cost (the operator API's credit, SPEC 12).
  *
  * Numbers travel packed and specs once per call: Redis spends about as
  * much on each argument as on a short command, and as much again on
@@ -72,7 +77,7 @@ constexpr size_t specBytes(std::string_view algorithm,
 unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
                          std::string_view rule, uint64_t limit,
                          uint64_t windowUs, uint64_t burst, uint64_t delay,
-                         bool dry, bool burstFollows);
+                         bool dry, bool burstFollows, bool calendar = false);
 
 /* A request of `rules` rules in the head. */
 constexpr size_t requestBytes(size_t rules) { return 16 + 24 * rules; }
@@ -118,8 +123,15 @@ unsigned char* slotRecord(unsigned char* p, size_t key, size_t spec,
 unsigned char* chargeRecord(unsigned char* p, size_t key, size_t spec,
                             int64_t units);
 
+/* A calendar rule's record is followed by its period's bounds (in us,
+ * src/core/calendar.hpp Bounds): the start and end of the period
+ * holding the time they were made at, and the next period's end. The
+ * script picks its request's period with them, on Redis' clock. */
+inline constexpr size_t kBoundsBytes = 24;
+unsigned char* boundsRecord(unsigned char* p, const int64_t* bounds);
+
 /* What the module's own calls end with (a decision ends with a spec). */
-enum class CallKind : uint8_t { Decide, Refund, Renew, Charge };
+enum class CallKind : uint8_t { Decide, Refund, Renew, Charge, Credit };
 std::string_view callWord(CallKind kind);
 
 }  // namespace rl

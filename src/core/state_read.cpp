@@ -7,18 +7,31 @@
 namespace rl {
 
 size_t stateReadHeadBytes(size_t n) {
-    return stateReadRecords(n) * requestBytes(0) + 24 * n;
+    return keyCallHeadBytes(n, 0);
 }
 
 unsigned char* stateReadHead(unsigned char* p, size_t n) {
+    return keyCallHead(p, n, 0, nullptr, 0);
+}
+
+size_t keyCallHeadBytes(size_t n, size_t calendars) {
+    return stateReadRecords(n) * requestBytes(0) + 24 * n +
+           kBoundsBytes * calendars;
+}
+
+unsigned char* keyCallHead(unsigned char* p, size_t n, uint64_t units,
+                           const int64_t* const* bounds, int64_t t) {
     for (size_t k = 0; k < n; k++) {
         if (k % kMaxRulesPerCall == 0) {
             size_t left = n - k;
             p = requestHead(p, left < kMaxRulesPerCall ? left
                                                        : kMaxRulesPerCall,
-                            0);
+                            t);
         }
-        p = ruleRecord(p, k + 1, k + 1, 0);
+        p = ruleRecord(p, k + 1, k + 1, units);
+        if (bounds != nullptr && bounds[k] != nullptr) {
+            p = boundsRecord(p, bounds[k]);
+        }
     }
     return p;
 }

@@ -25,6 +25,16 @@ constexpr size_t stateReadRecords(size_t n) {
 size_t stateReadHeadBytes(size_t n);
 unsigned char* stateReadHead(unsigned char* p, size_t n);
 
+/* The head of any call on a key value's n states, as the read's: each
+ * record's cost `units` (a read: 0; a credit, SPEC section 12: its
+ * units), a calendar state's record followed by its period's bounds
+ * (bounds[k]: 3 numbers, or NULL; script.hpp boundsRecord), every
+ * record at time t (0: Redis' clock). keyCallHeadBytes(n, c): its
+ * bytes, c of the states calendar ones. */
+size_t keyCallHeadBytes(size_t n, size_t calendars);
+unsigned char* keyCallHead(unsigned char* p, size_t n, uint64_t units,
+                           const int64_t* const* bounds, int64_t t);
+
 /* Decodes the script's reply to that call: out[0..n) each state's
  * figures (a key value's override in its limit), *allowed whether every
  * state would admit a request. False when the reply is no reply of the

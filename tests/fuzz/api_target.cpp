@@ -56,6 +56,7 @@ void path(Input& in, bool decoded) {
     case api::Route::Key:
     case api::Route::Block:
     case api::Route::Override:
+    case api::Route::Credit:
         FUZZ_CHECK(!req.value.empty());
         [[fallthrough]];
     case api::Route::Rule:

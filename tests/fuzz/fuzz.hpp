@@ -55,6 +55,7 @@ void rate(const uint8_t* data, size_t size);
 void stateKey(const uint8_t* data, size_t size);
 void api(const uint8_t* data, size_t size);
 void fleet(const uint8_t* data, size_t size);
+void timeZone(const uint8_t* data, size_t size);
 
 struct Target {
     const char* name;   /* its corpus: tests/fuzz/corpus/NAME */
@@ -69,6 +70,7 @@ inline constexpr Target kTargets[] = {
     {"state_key", stateKey},
     {"api", api},
     {"fleet", fleet},
+    {"time_zone", timeZone},
 };
 
 }  // namespace rl::fuzz

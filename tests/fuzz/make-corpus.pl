@@ -115,6 +115,7 @@ $seeds{api} = {
     'fleet-rules' => "\x00/1/fleet/rules",
     'fleet-top'   => "\x00/1/fleet/rules/per_ip/top?n=50",
     'audit'       => "\x00/1/audit?n=500&zone=main",
+    'credit'      => "\x00/1/rules/monthly/key/credit?value=k1&anchor=15",
     'key'         => "\x00/1/rules/5r%2Fm/keys/203.0.113.7",
     'block'       => "\x00/1/rules/a/keys/k%00%ff/block",
     'in-query'    => "\x00/1/rules/a/keys//override?key=a%00b",
@@ -144,6 +145,28 @@ $seeds{fleet} = {
     'numbers' => "trial\tp\t9007199254740993\t-1\t1.5\t\t01",
     'fields'  => join("\t", 1 .. 40) . "\n\n\t\n",
 };
+# ------------------------------------------------------------ time_zone
+# a byte (bit 0: a TZ string, else a TZif file; bits 1-3: the unit; bits
+# 4-7: the anchor), then the bytes: the zones the unit tests read (from
+# the system's zoneinfo, when it has them) and TZ strings
+sub zonefile {
+    local (@ARGV, $/) = ("/usr/share/zoneinfo/$_[0]");
+    return -e $ARGV[0] ? <> : undef;
+}
+$seeds{time_zone} = {
+    'tz-berlin'   => "\x01CET-1CEST,M3.5.0,M10.5.0/3",
+    'tz-howe'     => "\x01<+1030>-10:30<+11>-11,M10.1.0,M4.1.0",
+    'tz-chatham'  => "\x01<+1245>-12:45<+1345>,M9.5.0/2:45,M4.1.0/3:45",
+    'tz-ext'      => "\x01EST5EDT,0/0,J365/25",
+    'tz-bad'      => "\x01CET-1CEST,M3.5.0",
+    'tzif-empty'  => "\x00TZif2",
+};
+for my $z (['berlin', 'Europe/Berlin', "\x06"], ['howe',
+           'Australia/Lord_Howe', "\x04"], ['kathmandu', 'Asia/Kathmandu',
+           "\x00"], ['chatham', 'Pacific/Chatham', "\xf6"]) {
+    my $bytes = zonefile($z->[1]) // next;
+    $seeds{time_zone}{"tzif-$z->[0]"} = $z->[2] . $bytes;
+}
 
 for my $target (sort keys %seeds) {
     make_path("$dir/$target");
