@@ -25,15 +25,6 @@ constexpr size_t kMaxBody = 4096;
 const char *const kOutcomeNames[NGX_HTTP_RL_OUTCOMES] = {
     "passed", "rejected", "rejected_dry_run", "delayed", "error"};
 
-ngx_http_rl_main_conf_t *mainConf(ngx_http_request_t *r) {
-    return static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
-}
-
-std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
-
 Method methodOf(const ngx_http_request_t *r) {
     switch (r->method) {
     case NGX_HTTP_GET: return Method::Get;

@@ -15,6 +15,15 @@
 
 namespace rl::api {
 
+inline ngx_http_rl_main_conf_t *mainConf(ngx_http_request_t *r) {
+    return static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
+}
+
+inline std::string_view viewOf(const ngx_str_t &s) {
+    return {reinterpret_cast<const char *>(s.data), s.len};
+}
+
 /* An answer's JSON, in buffers of the request's pool. */
 class Json {
 public:

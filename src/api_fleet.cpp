@@ -19,7 +19,6 @@
 #include "api_wait.hpp"
 #include "core/fleet_record.hpp"
 #include "core/key_text.hpp"
-#include "core/script.hpp"
 #include "core/usage.hpp"
 #include "fleet.hpp"
 #include "fleet_publish.hpp"
@@ -31,16 +30,7 @@ namespace {
 
 constexpr ngx_msec_t kMinWait = 1000;
 
-ngx_http_rl_main_conf_t *mainConf(ngx_http_request_t *r) {
-    return static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
-}
-
-std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
-
-std::string_view viewOf(const redisReply *r) {
+std::string_view replyText(const redisReply *r) {
     return r != nullptr && r->type == REDIS_REPLY_STRING && r->str != nullptr
                ? std::string_view(r->str, r->len) : std::string_view();
 }
@@ -125,18 +115,18 @@ bool instancesOf(const redisReply *r, Read *rd) {
     }
     for (size_t i = 0; i < ids->elements; i++) {
         Instance in;
-        in.id = std::string(viewOf(ids->element[i]));
+        in.id = std::string(replyText(ids->element[i]));
         if (seen->type == REDIS_REPLY_ARRAY && i < seen->elements) {
             int64_t at = std::atoll(std::string(
-                viewOf(seen->element[i])).c_str());
+                replyText(seen->element[i])).c_str());
             in.seenMs = rd->nowMs > at ? rd->nowMs - at : 0;
         }
         if (who->type == REDIS_REPLY_ARRAY && i < who->elements) {
-            identityOf(viewOf(who->element[i]), &in);
+            identityOf(replyText(who->element[i]), &in);
         }
         if (recs->type == REDIS_REPLY_ARRAY && i < recs->elements &&
             recs->element[i]->type == REDIS_REPLY_STRING) {
-            in.record = std::string(viewOf(recs->element[i]));
+            in.record = std::string(replyText(recs->element[i]));
             in.hasRecord = true;
         }
         in.gone = !in.hasRecord || in.seenMs > 3 * in.intervalMs;
@@ -456,12 +446,12 @@ void auditEntry(Json &out, const redisReply *e, bool first) {
         e->element[1]->type != REDIS_REPLY_ARRAY) {
         return;
     }
-    std::string_view id = viewOf(e->element[0]);
+    std::string_view id = replyText(e->element[0]);
     int64_t ms = std::atoll(std::string(id.substr(0, id.find('-'))).c_str());
     std::map<std::string_view, std::string_view> f;
     const redisReply *fields = e->element[1];
     for (size_t k = 0; k + 1 < fields->elements; k += 2) {
-        f[viewOf(fields->element[k])] = viewOf(fields->element[k + 1]);
+        f[replyText(fields->element[k])] = replyText(fields->element[k + 1]);
     }
     out.raw(first ? "\n{\"time\":" : ",\n{\"time\":");
     seconds(out, ms * 1000);
@@ -632,35 +622,20 @@ ngx_int_t fleetRead(ngx_http_request_t *r, const Request &req) {
         x->json = nullptr;
     };
     cln->data = rd;
-    static const std::string_view kSuffix[4] = {"live", "trial", "audit",
-                                                "seen"};
     ngx_str_t keys[4];
-    for (int k = 0; k < 4; k++) {
-        keys[k] = fleet::key(r->pool, zone, kSuffix[k]);
-        if (keys[k].data == nullptr) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-    }
-    std::string_view script = fleetScriptText();
-    u_char count[NGX_INT64_LEN];
-    size_t countLen = static_cast<size_t>(
-        ngx_http_rl_decimal(count, static_cast<int64_t>(req.count)) - count);
-    const char *argv[10] = {"EVAL", script.data(), "4"};
-    size_t len[10] = {4, script.size(), 1};
-    for (int k = 0; k < 4; k++) {
-        argv[3 + k] = reinterpret_cast<const char *>(keys[k].data);
-        len[3 + k] = keys[k].len;
+    if (!fleet::keys(r->pool, zone, keys)) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     bool isAudit = req.route == Route::Audit;
-    argv[7] = isAudit ? "read" : "fleet";
-    len[7] = isAudit ? 4 : 5;
-    argv[8] = reinterpret_cast<const char *>(count);
-    len[8] = countLen;
+    fleet::Eval e(keys, isAudit ? "read" : "fleet");
+    if (isAudit) {
+        e.num(static_cast<int64_t>(req.count));
+    }
     Wait *w = waitFor(r, rd, replied, concluded);
     if (w == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    if (!waitSend(w, link, 0, isAudit ? 9 : 8, argv, len)) {
+    if (!waitSend(w, link, 0, e.argc(), e.argv(), e.len())) {
         return sendError(r, {503, "StoreUnavailable",
                              "the command could not be sent to Redis"});
     }

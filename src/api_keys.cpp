@@ -123,15 +123,6 @@ struct Operation {
 static_assert(std::is_trivially_destructible<Operation>::value,
               "an operation lives in r->pool");
 
-ngx_http_rl_main_conf_t *mainConf(ngx_http_request_t *r) {
-    return static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
-}
-
-std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
-
 ngx_str_t copy(ngx_pool_t *pool, const char *s, size_t n) {
     auto *p = static_cast<u_char *>(ngx_pnalloc(pool, n + 1));
     if (p == nullptr) {

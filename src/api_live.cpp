@@ -15,7 +15,6 @@
 
 #include "api_wait.hpp"
 #include "core/key_text.hpp"
-#include "core/script.hpp"
 #include "fleet.hpp"
 #include "live.hpp"
 #include "redis_link.hpp"
@@ -24,15 +23,6 @@ namespace rl::api {
 namespace {
 
 constexpr ngx_msec_t kMinWait = 1000;
-
-ngx_http_rl_main_conf_t *mainConf(ngx_http_request_t *r) {
-    return static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
-}
-
-std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
 
 int64_t nowMs() {
     ngx_time_t *tp = ngx_timeofday();
@@ -152,71 +142,24 @@ ngx_int_t concluded(Wait *w) {
     return answer(w->r, lw);
 }
 
-/* The fleet's keys of the zone, in lua/fleet.lua's order. */
-bool fleetKeys(ngx_pool_t *pool, const ngx_http_rl_zone_t *zone,
-               ngx_str_t keys[4]) {
-    static const std::string_view kSuffix[4] = {"live", "trial", "audit",
-                                                "seen"};
-    for (int k = 0; k < 4; k++) {
-        keys[k] = fleet::key(pool, zone, kSuffix[k]);
-        if (keys[k].data == nullptr) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Arguments of an EVAL of lua/fleet.lua, in the pool. */
-struct FleetArgs {
-    const char *argv[40];
-    size_t len[40];
-    int argc = 0;
-
-    void push(std::string_view s) {
-        if (argc < 40) {
-            argv[argc] = s.data();
-            len[argc++] = s.size();
-        }
-    }
-    void push(const ngx_str_t &s) { push(viewOf(s)); }
-};
-
-std::string_view number(ngx_pool_t *pool, int64_t v) {
-    auto *p = static_cast<u_char *>(ngx_pnalloc(pool, NGX_INT64_LEN + 1));
-    if (p == nullptr) {
-        return {};
-    }
-    return {reinterpret_cast<char *>(p),
-            static_cast<size_t>(ngx_http_rl_decimal(p, v) - p)};
-}
-
 /* The audit entry's fields (SPEC section 11): who, what, of which rule
  * and key, the detail as a JSON object. */
-void auditFields(ngx_http_request_t *r, FleetArgs *a, std::string_view action,
+void auditFields(ngx_http_request_t *r, fleet::Eval *a,
+                 std::string_view action,
                  std::string_view rule, std::string_view keyText,
                  const std::string_view *value, std::string_view detail) {
     ngx_http_rl_main_conf_t *rmcf = mainConf(r);
     (void) ngx_http_auth_basic_user(r);     /* $remote_user, if any */
-    a->push("id");
-    a->push(fleet::instanceId(rmcf));
-    a->push("instance");
-    a->push(fleet::instanceName(rmcf));
-    a->push("client");
-    a->push(r->connection->addr_text);
-    a->push("user");
-    a->push(r->headers_in.user);
-    a->push("action");
-    a->push(action);
-    a->push("rule");
-    a->push(rule);
-    a->push("key");
-    a->push(keyText);
+    a->arg("id").arg(fleet::instanceId(rmcf))
+        .arg("instance").arg(fleet::instanceName(rmcf))
+        .arg("client").arg(r->connection->addr_text)
+        .arg("user").arg(r->headers_in.user)
+        .arg("action").arg(action).arg("rule").arg(rule)
+        .arg("key").arg(keyText);
     if (value != nullptr) {
-        a->push("value");
-        a->push(*value);
+        a->arg("value").arg(*value);
     }
-    a->push("detail");
-    a->push(detail);
+    a->arg("detail").arg(detail);
 }
 
 /* {"limit": N, "ttl": S, "reason": "..."} of a setting's write */
@@ -294,25 +237,15 @@ ngx_int_t liveOperation(ngx_http_request_t *r, const ngx_http_rl_name_t *name,
     ngx_http_rl_main_conf_t *rmcf = mainConf(r);
     Link *link = fleet::linkOf(rmcf, zone);
     ngx_str_t keys[4];
-    if (link == nullptr || !fleetKeys(r->pool, zone, keys)) {
+    if (link == nullptr || !fleet::keys(r->pool, zone, keys)) {
         return sendError(r, {503, "StoreUnavailable",
                              "Redis cannot be reached now"});
     }
-    FleetArgs a;
-    a.push("EVAL");
-    a.push(fleetScriptText());
-    a.push("4");
-    for (const ngx_str_t &k : keys) {
-        a.push(k);
-    }
-    a.push(lw->set ? "set" : "clear");
-    a.push(lw->kind == live::Kind::Limit ? "live" : "trial");
-    a.push(rule->name);
+    fleet::Eval a(keys, lw->set ? "set" : "clear");
+    a.arg(lw->kind == live::Kind::Limit ? "live" : "trial").arg(rule->name);
     if (lw->set) {
-        a.push(number(r->pool, change.limit));
-        a.push(number(r->pool, change.ttl * 1000));
-        a.push(r->connection->addr_text);
-        a.push(change.reason);
+        a.num(change.limit).num(change.ttl * 1000)
+            .arg(r->connection->addr_text).arg(change.reason);
     }
     auditFields(r, &a, kindWord(lw->kind, lw->set), viewOf(rule->name), "",
                 nullptr, settingDetail(r->pool, lw));
@@ -320,7 +253,7 @@ ngx_int_t liveOperation(ngx_http_request_t *r, const ngx_http_rl_name_t *name,
     if (w == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    if (!waitSend(w, link, 0, a.argc, a.argv, a.len)) {
+    if (!waitSend(w, link, 0, a.argc(), a.argv(), a.len())) {
         return sendError(r, {503, "StoreUnavailable",
                              "the command could not be sent to Redis"});
     }
@@ -334,24 +267,18 @@ void auditKeyWrite(ngx_http_request_t *r, ngx_http_rl_zone_t *zone,
     ngx_http_rl_main_conf_t *rmcf = mainConf(r);
     Link *link = fleet::linkOf(rmcf, zone);
     ngx_str_t keys[4];
-    if (link == nullptr || !fleetKeys(r->pool, zone, keys)) {
+    if (link == nullptr || !fleet::keys(r->pool, zone, keys)) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "rl_api: the write was not recorded in the audit "
                       "of zone \"%V\": Redis cannot be reached now",
                       &zone->name);
         return;
     }
-    FleetArgs a;
-    a.push("EVAL");
-    a.push(fleetScriptText());
-    a.push("4");
-    for (const ngx_str_t &k : keys) {
-        a.push(k);
-    }
-    a.push("audit");
+    fleet::Eval a(keys, "audit");
     auditFields(r, &a, action, rule, keyText, &value, detail);
     /* nobody waits for it (hiredis copies the arguments) */
-    (void) link->operatorCommand(nullptr, nullptr, a.argc, a.argv, a.len);
+    (void) link->operatorCommand(nullptr, nullptr, a.argc(), a.argv(),
+                                 a.len());
 }
 
 }  // namespace rl::api

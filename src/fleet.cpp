@@ -185,18 +185,10 @@ void sync(ZoneSync *zs) {
     if (zs->reading || link == nullptr) {
         return;
     }
-    std::string_view script = fleetScriptText();
-    const char *argv[10] = {"EVAL", script.data(), "4"};
-    size_t len[10] = {4, script.size(), 1};
-    for (int k = 0; k < 4; k++) {
-        argv[3 + k] = reinterpret_cast<const char *>(zs->keys[k].data);
-        len[3 + k] = zs->keys[k].len;
-    }
-    argv[7] = "sync";
-    len[7] = 4;
-    argv[8] = zs->last;
-    len[8] = zs->lastLen;
-    zs->reading = link->operatorCommand(synced, zs, 9, argv, len);
+    Eval c(zs->keys, "sync");
+    c.arg({zs->last, zs->lastLen});
+    zs->reading = link->operatorCommand(synced, zs, c.argc(), c.argv(),
+                                        c.len());
 }
 
 /* ---------------------------------------------------------------- */
@@ -226,38 +218,13 @@ void publish(ZoneSync *zs) {
     ngx_str_t identity, record;
     if (publish::identity(pool, w->rmcf, &identity) &&
         publish::record(pool, w->rmcf, zs->zone, &record)) {
-        std::string_view script = fleetScriptText();
-        u_char ttl[NGX_INT64_LEN], keep[NGX_INT64_LEN];
-        ngx_msec_t interval = w->rmcf->fleet_interval;
-        size_t ttlLen = static_cast<size_t>(
-            ngx_http_rl_decimal(ttl, 3 * static_cast<int64_t>(interval)) -
-            ttl);
-        size_t keepLen = static_cast<size_t>(
-            ngx_http_rl_decimal(keep, publish::kKeepMs +
-                                          3 * static_cast<int64_t>(interval)) -
-            keep);
-        std::string_view id = instanceId(w->rmcf);
-        const char *argv[13] = {"EVAL", script.data(), "4"};
-        size_t len[13] = {4, script.size(), 1};
-        for (int k = 0; k < 4; k++) {
-            argv[3 + k] = reinterpret_cast<const char *>(zs->keys[k].data);
-            len[3 + k] = zs->keys[k].len;
-        }
-        argv[7] = "publish";
-        len[7] = 7;
-        argv[8] = id.data();
-        len[8] = id.size();
-        argv[9] = reinterpret_cast<const char *>(identity.data);
-        len[9] = identity.len;
-        argv[10] = reinterpret_cast<const char *>(record.data);
-        len[10] = record.len;
-        argv[11] = reinterpret_cast<const char *>(ttl);
-        len[11] = ttlLen;
-        argv[12] = reinterpret_cast<const char *>(keep);
-        len[12] = keepLen;
+        int64_t interval = static_cast<int64_t>(w->rmcf->fleet_interval);
+        Eval c(zs->keys, "publish");
+        c.arg(instanceId(w->rmcf)).arg(identity).arg(record)
+            .num(3 * interval).num(publish::kKeepMs + 3 * interval);
         /* (hiredis copies the arguments) */
-        zs->publishing = link->operatorCommand(publishedReply, zs, 13, argv,
-                                               len);
+        zs->publishing = link->operatorCommand(publishedReply, zs, c.argc(),
+                                               c.argv(), c.len());
         if (zs->publishing) {
             zs->publishedAt = ngx_current_msec;
             zs->published = true;
@@ -319,6 +286,44 @@ ngx_str_t key(ngx_pool_t *pool, const ngx_http_rl_zone_t *zone,
     *q++ = ':';
     ngx_memcpy(q, suffix.data(), suffix.size());
     return {len, p};
+}
+
+bool keys(ngx_pool_t *pool, const ngx_http_rl_zone_t *zone,
+          ngx_str_t out[4]) {
+    static const std::string_view kSuffix[4] = {"live", "trial", "audit",
+                                                "seen"};
+    for (int k = 0; k < 4; k++) {
+        out[k] = key(pool, zone, kSuffix[k]);
+        if (out[k].data == nullptr) {
+            return false;
+        }
+    }
+    return true;
+}
+
+Eval::Eval(const ngx_str_t keys[4], std::string_view op) {
+    arg("EVAL").arg(fleetScriptText()).arg("4");
+    for (int k = 0; k < 4; k++) {
+        arg(keys[k]);
+    }
+    arg(op);
+}
+
+Eval &Eval::arg(std::string_view s) {
+    if (argc_ < kMax) {
+        argv_[argc_] = s.data();
+        len_[argc_++] = s.size();
+    }
+    return *this;
+}
+
+Eval &Eval::num(int64_t v) {
+    if (nnums_ == 4) {
+        return *this;
+    }
+    u_char *p = nums_[nnums_++];
+    return arg({reinterpret_cast<char *>(p),
+                static_cast<size_t>(ngx_http_rl_decimal(p, v) - p)});
 }
 
 Link *linkOf(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_zone_t *zone) {
@@ -455,8 +460,6 @@ ngx_int_t ngx_http_rl_fleet_init(ngx_cycle_t *cycle,
     w->pool = pool;
     w->log = cycle->log;
     w->zones = zs;
-    static const std::string_view kSuffix[4] = {"live", "trial", "audit",
-                                                "seen"};
     for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
         if (ngx_http_rl_embedded(zones[i])) {
             continue;
@@ -464,12 +467,9 @@ ngx_int_t ngx_http_rl_fleet_init(ngx_cycle_t *cycle,
         ZoneSync *z = &zs[w->nzones++];
         z->w = w;
         z->zone = zones[i];
-        for (int k = 0; k < 4; k++) {
-            z->keys[k] = rl::fleet::key(pool, zones[i], kSuffix[k]);
-            if (z->keys[k].data == nullptr) {
-                ngx_destroy_pool(pool);
-                return NGX_ERROR;
-            }
+        if (!rl::fleet::keys(pool, zones[i], z->keys)) {
+            ngx_destroy_pool(pool);
+            return NGX_ERROR;
         }
     }
     rl::initTimer(&w->tick, rl::fleet::onTick, w, cycle->log);

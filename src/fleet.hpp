@@ -27,6 +27,38 @@ namespace rl::fleet {
 ngx_str_t key(ngx_pool_t *pool, const ngx_http_rl_zone_t *zone,
               std::string_view suffix);
 
+/* The zone's fleet keys, in lua/fleet.lua's order (live, trial, audit,
+ * seen), in the pool; false when out of memory. */
+bool keys(ngx_pool_t *pool, const ngx_http_rl_zone_t *zone,
+          ngx_str_t out[4]);
+
+/* An EVAL of lua/fleet.lua: "EVAL text 4 KEYS OP args..." (the views
+ * must live until it is sent: hiredis copies them then). */
+class Eval {
+public:
+    static constexpr int kMax = 40;
+
+    Eval(const ngx_str_t keys[4], std::string_view op);
+
+    Eval &arg(std::string_view s);
+    Eval &arg(const ngx_str_t &s) {
+        return arg({reinterpret_cast<const char *>(s.data), s.len});
+    }
+    /* a number, kept in the call */
+    Eval &num(int64_t v);
+
+    int argc() const { return argc_; }
+    const char **argv() { return argv_; }
+    const size_t *len() const { return len_; }
+
+private:
+    const char *argv_[kMax];
+    size_t len_[kMax];
+    int argc_ = 0;
+    u_char nums_[4][NGX_INT64_LEN];
+    int nnums_ = 0;
+};
+
 /* The worker's link to the node that holds the zone's fleet keys, or
  * NULL (no Redis zone, or none known now). */
 Link *linkOf(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_zone_t *zone);

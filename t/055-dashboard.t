@@ -12,12 +12,7 @@ use lib 't/lib';
 use RlTest;
 use File::Temp ();
 
-my $python = '/usr/bin/python3';
-for my $need ('/usr/bin/chromium', '/usr/bin/chromedriver', $python) {
-    plan(skip_all => "no $need") unless -x $need;
-}
-plan(skip_all => 'no python3-selenium')
-    if system($python, '-c', 'import selenium') != 0;
+browser_needs();
 
 my $r = start_redis();
 my $rules = join '', map { <<"RULE" } 1 .. 96;
@@ -70,25 +65,11 @@ for my $i (1 .. 96) {
 
 my $shot = $ENV{RL_SCREENSHOT}
     // File::Temp->new(SUFFIX => '.png', UNLINK => 1)->filename;
-open my $fh, '-|', $python, repo_root() . '/t/lib/dashboard.py',
+browser_run('dashboard.py', 15,
     '--page' => "http://127.0.0.1:$port/rl/",
     '--limited' => "http://127.0.0.1:$port/login",
     '--screenshot' => $shot, '--rule' => 'login', '--rejected' => 'mallory',
-    '--client' => 'oscar', '--rules' => 96 + 4
-    or die "python3: $!";
-my $steps = 0;
-while (my $line = <$fh>) {
-    chomp $line;
-    if ($line =~ /^(not )?ok \d+ - (.*)$/) {
-        ok(!$1, $2);
-        $steps++;
-    } elsif ($line =~ /^# (.*)/) {
-        diag($1);
-    }
-}
-close $fh;
-is($?, 0, 'the browser run ends well');
-ok($steps >= 15, "every step of it ran ($steps)");
+    '--client' => 'oscar', '--rules' => 96 + 4);
 ok(-s $shot > 20000, 'a screenshot of the page');
 
 unlike($ng->error_log_text, qr/\[(alert|crit|emerg)\]/, 'no alert');

@@ -13,12 +13,7 @@ use lib 't/lib';
 use RlTest;
 use Digest::SHA qw(sha256_base64);
 
-my $python = '/usr/bin/python3';
-for my $need ('/usr/bin/chromium', '/usr/bin/chromedriver', $python) {
-    plan(skip_all => "no $need") unless -x $need;
-}
-plan(skip_all => 'no python3-selenium')
-    if system($python, '-c', 'import selenium') != 0;
+browser_needs();
 
 my $r = start_redis();
 my $other = free_port();
@@ -62,24 +57,10 @@ my $crafted = "http://127.0.0.1:$port//127.0.0.2:$other/..%2Frl/";
 is(http_get($port, "//127.0.0.2:$other/..%2Frl/")->{code}, 200,
    'nginx serves the crafted address as the page');
 
-open my $fh, '-|', $python, repo_root() . '/t/lib/dashboard_paths.py',
+browser_run('dashboard_paths.py', 10,
     '--crafted' => $crafted, '--page' => "http://127.0.0.1:$port/rl/",
     '--limited' => "http://127.0.0.1:$port/dots", '--rule' => 'dots',
-    '--dot' => '.', '--dot' => '..'
-    or die "python3: $!";
-my $steps = 0;
-while (my $line = <$fh>) {
-    chomp $line;
-    if ($line =~ /^(not )?ok \d+ - (.*)$/) {
-        ok(!$1, $2);
-        $steps++;
-    } elsif ($line =~ /^# (.*)/) {
-        diag($1);
-    }
-}
-close $fh;
-is($?, 0, 'the browser run ends well');
-ok($steps >= 10, "every step of it ran ($steps)");
+    '--dot' => '.', '--dot' => '..');
 my $heard = -e $ng->dir . '/logs/other.log'
     ? -s $ng->dir . '/logs/other.log' : 0;
 is($heard, 0, 'the other host heard nothing from the page');

@@ -20,12 +20,7 @@ use RlTest;
 use RlTest::Api;
 use File::Temp ();
 
-my $python = '/usr/bin/python3';
-for my $need ('/usr/bin/chromium', '/usr/bin/chromedriver', $python) {
-    plan(skip_all => "no $need") unless -x $need;
-}
-plan(skip_all => 'no python3-selenium')
-    if system($python, '-c', 'import selenium') != 0;
+browser_needs();
 
 my $r = start_redis();
 my $config = <<'CONF';
@@ -93,26 +88,12 @@ ok(wait_until(sub {
 
 my $shot = $ENV{RL_SCREENSHOT}
     // File::Temp->new(SUFFIX => '.png', UNLINK => 1)->filename;
-open my $fh, '-|', $python, repo_root() . '/t/lib/dashboard_fleet.py',
+browser_run('dashboard_fleet.py', 25,
     '--page' => "http://127.0.0.1:" . $ng[0]->port . "/rl/",
     (map { ('--instance' => "http://127.0.0.1:" . $_->port) } @ng),
     '--names' => 'edge-1,edge-2,edge-3', '--rule' => 'login',
     '--limit' => 20, '--rejected' => 'mallory', '--fleet-rejected' => $sum,
-    '--own-rejected' => $own, '--screenshot' => $shot
-    or die "python3: $!";
-my $steps = 0;
-while (my $line = <$fh>) {
-    chomp $line;
-    if ($line =~ /^(not )?ok \d+ - (.*)$/) {
-        ok(!$1, $2);
-        $steps++;
-    } elsif ($line =~ /^# (.*)/) {
-        diag($1);
-    }
-}
-close $fh;
-is($?, 0, 'the browser run ends well');
-ok($steps >= 25, "every step of it ran ($steps)");
+    '--own-rejected' => $own, '--screenshot' => $shot);
 ok(-s $shot > 20000, 'a screenshot of the page');
 
 for my $ng (@ng) {

@@ -1,25 +1,9 @@
 #include "fleet_record.hpp"
 
+#include "api_path.hpp"
 #include "sha1.hpp"
 
 namespace rl::fleet {
-
-namespace {
-
-int hexValue(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-}  // namespace
 
 char* escape(char* out, std::string_view text) {
     static const char kHex[] = "0123456789ABCDEF";
@@ -37,24 +21,7 @@ char* escape(char* out, std::string_view text) {
 }
 
 long unescape(char* text, size_t len) {
-    size_t w = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] != '%') {
-            text[w++] = text[i];
-            continue;
-        }
-        if (i + 2 >= len) {
-            return -1;
-        }
-        int hi = hexValue(text[i + 1]);
-        int lo = hexValue(text[i + 2]);
-        if (hi < 0 || lo < 0) {
-            return -1;
-        }
-        text[w++] = static_cast<char>(hi << 4 | lo);
-        i += 2;
-    }
-    return static_cast<long>(w);
+    return api::percentDecode(text, len);
 }
 
 bool nextLine(std::string_view* text, Line* out) {

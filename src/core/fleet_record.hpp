@@ -43,8 +43,8 @@ constexpr size_t escapedMax(size_t len) { return 3 * len; }
 /* Writes `text` escaped at out; returns the end. */
 char* escape(char* out, std::string_view text);
 
-/* Unescapes in place (a field read); returns its length, or -1 for a
- * bad escape. */
+/* Unescapes in place (a field read), as the API's paths are
+ * (api::percentDecode); returns its length, or -1 for a bad escape. */
 long unescape(char* text, size_t len);
 
 /* One line of a record, cut into fields (views into the text). */

@@ -80,6 +80,7 @@ our @EXPORT = qw(
     http_get http_request http_start http_parallel
     wait_until free_port spawn now module_path repo_root
     code_status status_counts metric_value zone_config_test slots_held
+    browser_needs browser_run
     $RedisPort $RedisSock $ServerPort $ServerRoot
 );
 
@@ -108,6 +109,40 @@ sub repo_root   { RlTest::Nginx::repo_root() }
 sub blocks { Test::Base::blocks(@_) }
 
 sub start_redis { RlTest::Redis->new(@_) }
+
+# The dashboard's browser tests: skip unless Debian's headless Chromium,
+# its driver and python3-selenium are there.
+sub browser_needs {
+    for my $need ('/usr/bin/chromium', '/usr/bin/chromedriver',
+                  '/usr/bin/python3') {
+        Test::More::plan(skip_all => "no $need") unless -x $need;
+    }
+    Test::More::plan(skip_all => 'no python3-selenium')
+        if system('/usr/bin/python3', '-c', 'import selenium') != 0;
+}
+
+# Runs a Selenium driver of t/lib (its TAP lines passed on as this
+# test's) with its arguments; checks it ended well and ran at least
+# $least steps. Returns how many it ran.
+sub browser_run {
+    my ($script, $least, @args) = @_;
+    open my $fh, '-|', '/usr/bin/python3', repo_root() . "/t/lib/$script",
+        @args or die "python3: $!";
+    my $steps = 0;
+    while (my $line = <$fh>) {
+        chomp $line;
+        if ($line =~ /^(not )?ok \d+ - (.*)$/) {
+            Test::More::ok(!$1, $2);
+            $steps++;
+        } elsif ($line =~ /^# (.*)/) {
+            Test::More::diag($1);
+        }
+    }
+    close $fh;
+    Test::More::is($?, 0, 'the browser run ends well');
+    Test::More::ok($steps >= $least, "every step of it ran ($steps)");
+    return $steps;
+}
 
 # start_nginx(config => $http_contents, workers => N, redis => $redis, ...)
 sub start_nginx { RlTest::Nginx->new(@_) }

@@ -68,6 +68,12 @@ def status_of(url, key):
         return e.code
 
 
+def severe(driver):
+    """The page's console errors."""
+    return [e for e in driver.get_log("browser")
+            if e.get("level") == "SEVERE"]
+
+
 def rows(driver, table):
     """The cells' text of a table's body, read at once (the page redraws
     it every two seconds: element by element, a read would go stale)."""
@@ -200,8 +206,7 @@ def run(driver, args):
     report(msg, "unblocked from the page")
     report(status_of(args.limited, args.client) == 200,
            "then %s passes" % args.client)
-    logs = [e for e in driver.get_log("browser")
-            if e.get("level") == "SEVERE"]
+    logs = severe(driver)
     report(not logs, "no error in the page's console", logs)
 
 

@@ -27,7 +27,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashboard  # noqa: E402
-from dashboard import report, rows, status_of, until  # noqa: E402
+from dashboard import report, rows, severe, status_of, until  # noqa: E402
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -87,11 +87,6 @@ def trial_figures(driver, rule):
     cells = rule_cells(driver, rule)
     m = cells and re.search(r"would reject (\d+) of (\d+)", cells[0])
     return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def severe(driver):
-    return [e for e in driver.get_log("browser")
-            if e.get("level") == "SEVERE"]
 
 
 def run(driver, args):

@@ -23,17 +23,12 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashboard  # noqa: E402
-from dashboard import report, rows, status_of, until  # noqa: E402
+from dashboard import report, rows, severe, status_of, until  # noqa: E402
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
-
-
-def severe(driver):
-    return [e for e in driver.get_log("browser")
-            if e.get("level") == "SEVERE"]
 
 
 def run(driver, args):
