@@ -20,6 +20,7 @@
  */
 
 #include "api.hpp"
+#include "api_wait.hpp"
 
 #include <new>
 #include <type_traits>
@@ -40,18 +41,9 @@ namespace rl::api {
 namespace {
 
 /* The replies an operation waits for. */
-enum Ask : uint8_t { kState = 0, kMark = 1, kWrite = 2, kAsks = 3 };
+enum Ask : uint8_t { kState = 0, kMark = 1, kWrite = 2 };
 
 constexpr ngx_msec_t kMinWait = 1000;
-
-struct Operation;
-
-/* A command in flight, hiredis' privdata: freed by its callback, which
- * hiredis always calls (with NULL when the connection goes first). */
-struct Call {
-    Operation *op;      /* NULL once the request let go of it */
-    Ask ask;
-};
 
 /* A command's arguments, in the request's pool, kept to send it again
  * (NOSCRIPT); sized for what it carries (a rule name may have any
@@ -94,9 +86,7 @@ Args *makeArgs(ngx_pool_t *pool, size_t cap) {
 /* A key's read or write, in the request's pool. */
 struct Operation {
     ngx_http_request_t *r;
-    ngx_event_t timer;
-    Call *calls[kAsks];
-    ngx_uint_t pending;
+    Wait *wait;                 /* its commands out (api_wait.hpp) */
     RuleSet set;
     std::string_view value;
     Route route;
@@ -428,35 +418,23 @@ ngx_int_t embedded(Operation *op) {
 /* ----------------------------------------------------------------- */
 /* Redis                                                              */
 
-void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept;
-
-void letGo(Operation *op) {
-    for (Call *&c : op->calls) {
-        if (c != nullptr) {
-            c->op = nullptr;
-            c = nullptr;
-        }
+/* The answer, once every reply is in (or the time is up). */
+ngx_int_t conclude(Wait *w) {
+    auto *op = static_cast<Operation *>(w->data);
+    bool write = op->route != Route::Key || op->method == Method::Delete;
+    /* (a credit is a write) */
+    if (w->timedOut && write) {
+        ngx_log_error(NGX_LOG_WARN, op->r->connection->log, 0,
+                      "rl_api: no answer from Redis to a write of rule "
+                      "\"%V\" in time: it may still be applied",
+                      &op->set.first->name);
     }
-    op->pending = 0;
-    if (op->timer.timer_set) {
-        ngx_del_timer(&op->timer);
+    if (w->timedOut) {
+        return unavailable(op, write ? "Redis did not answer in time: the "
+                                       "write may still be applied when it "
+                                       "does"
+                                     : "Redis did not answer in time");
     }
-}
-
-void cleanup(void *data) noexcept {
-    letGo(static_cast<Operation *>(data));
-}
-
-/* The answer, now that every reply is in (or the time is up). */
-void finish(Operation *op, ngx_int_t rc) {
-    ngx_http_request_t *r = op->r;
-    ngx_connection_t *c = r->connection;
-    letGo(op);
-    ngx_http_finalize_request(r, rc);
-    ngx_http_run_posted_requests(c);
-}
-
-ngx_int_t conclude(Operation *op) {
     if (op->failure != nullptr) {
         return unavailable(op, op->failure);
     }
@@ -465,39 +443,8 @@ ngx_int_t conclude(Operation *op) {
                : answerWrite(op);  /* a credit's shows the state too */
 }
 
-void onTimer(ngx_event_t *ev) noexcept {
-    auto *op = static_cast<Operation *>(ev->data);
-    bool write = op->route != Route::Key || op->method == Method::Delete;
-    /* (a credit is a write) */
-    if (write) {
-        ngx_log_error(NGX_LOG_WARN, op->r->connection->log, 0,
-                      "rl_api: no answer from Redis to a write of rule "
-                      "\"%V\" in time: it may still be applied",
-                      &op->set.first->name);
-    }
-    finish(op, unavailable(op, write ? "Redis did not answer in time: the "
-                                       "write may still be applied when it "
-                                       "does"
-                                     : "Redis did not answer in time"));
-}
-
 bool sendOn(Link *link, Operation *op, Ask ask, Args &a) {
-    if (a.full) {
-        return false;
-    }
-    auto *c = static_cast<Call *>(ngx_alloc(sizeof(Call),
-                                            op->r->connection->log));
-    if (c == nullptr) {
-        return false;
-    }
-    *c = {op, ask};
-    if (!link->operatorCommand(onReply, c, a.argc, a.argv, a.len)) {
-        ngx_free(c);
-        return false;
-    }
-    op->calls[ask] = c;
-    op->pending++;
-    return true;
+    return !a.full && waitSend(op->wait, link, ask, a.argc, a.argv, a.len);
 }
 
 /* The state's read: the script with a cost of 0 for each rule of the
@@ -693,7 +640,8 @@ void readMark(Operation *op, const redisReply *reply) {
     op->markLimit = reply->element[3]->integer;
 }
 
-void replied(Operation *op, Link *link, Ask ask, const redisReply *reply) {
+void replied(Wait *w, ngx_uint_t ask, const redisReply *reply, Link *link) {
+    auto *op = static_cast<Operation *>(w->data);
     if (reply == nullptr) {
         op->failure = "the connection to Redis was lost";
         return;
@@ -739,24 +687,6 @@ void replied(Operation *op, Link *link, Ask ask, const redisReply *reply) {
         if (op->hadOld) {
             op->old = copy(op->r->pool, reply->str, reply->len);
         }
-    }
-}
-
-void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept {
-    auto *c = static_cast<Call *>(data);
-    Operation *op = c->op;
-    Ask ask = c->ask;
-    ngx_free(c);
-    if (op == nullptr) {
-        return;     /* the request went, or its time was up */
-    }
-    op->calls[ask] = nullptr;
-    op->pending--;
-    /* (a NULL reply: the connection is going, ac->data with it) */
-    replied(op, reply != nullptr ? static_cast<Link *>(ac->data) : nullptr,
-            ask, static_cast<const redisReply *>(reply));
-    if (op->pending == 0) {
-        finish(op, conclude(op));
     }
 }
 
@@ -812,12 +742,11 @@ void forgetKey(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_zone_t *zone,
 ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
                        std::string_view value, Route route, Method method,
                        const Change &change) {
-    ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool,
-                                                   sizeof(Operation));
-    if (cln == nullptr) {
+    void *room = ngx_pcalloc(r->pool, sizeof(Operation));
+    if (room == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-    auto *op = new (cln->data) Operation{};
+    auto *op = new (room) Operation{};
     op->r = r;
     op->set = set;
     op->value = value;
@@ -853,17 +782,15 @@ ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
     if (link == nullptr || !link->usable()) {
         return unavailable(op, "Redis cannot be reached now");
     }
+    op->wait = waitFor(r, op, replied, conclude);
+    if (op->wait == nullptr) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
     if (!start(op, link)) {
-        letGo(op);
+        /* (what went is let go with the request's pool) */
         return unavailable(op, "the command could not be sent to Redis");
     }
-    cln->handler = cleanup;
-    op->timer.handler = onTimer;
-    op->timer.data = op;
-    op->timer.log = r->connection->log;
-    ngx_add_timer(&op->timer, z->timeout > kMinWait ? z->timeout : kMinWait);
-    r->main->count++;
-    return NGX_DONE;
+    return waitHold(op->wait, z->timeout > kMinWait ? z->timeout : kMinWait);
 }
 
 }  // namespace rl::api
