@@ -116,7 +116,8 @@ endif
 SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
                              src/core/*.cpp src/core/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
-PAGE    := src/dashboard/embed.sh src/dashboard/index.html
+PAGE    := src/dashboard/embed.sh $(wildcard src/dashboard/*.html \
+             src/dashboard/*.css src/dashboard/*.js)
 
 .PHONY: all deps test-deps module unit unit-build integration test \
         test-nginx fuzz run stop clean deb docs screenshot server sources
