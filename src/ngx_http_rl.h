@@ -468,9 +468,19 @@ size_t ngx_http_rl_live_size(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_live_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     RL_NOEXCEPT;
 
-/* ngx_http_rl_directives.c */
+/* ngx_http_rl_zone_conf.c: rl_zone; a zone by its name, made when first
+ * met (declared later) */
 char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf, ngx_str_t *name);
+
+/* ngx_http_rl_rule_conf.c: rl_rule */
 char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+/* ngx_http_rl_directives.c: what the parsers share (a parameter of
+ * value[first..] given again at value[i]: logged), and the plain
+ * directives */
+ngx_int_t ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t first, ngx_uint_t i);
 char *ngx_http_rl_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
