@@ -130,8 +130,8 @@ all: module unit-build
 deps:
 	@.ci/install-deps run
 
-test-deps:
-	@.ci/install-deps run test
+test-deps: deps
+	@.ci/install-deps test
 
 # Debian's way (libnginx-mod-*): configure the packaged nginx source
 # with the flags nginx was built with, then build only the modules.
@@ -182,14 +182,14 @@ san_reset = :
 san_check = :
 endif
 
-test-nginx: module $(SERVER_BIN)
-	@.ci/install-deps run test test-nginx
+test-nginx: test-deps module $(SERVER_BIN)
+	@.ci/install-deps test-nginx
 	RL_MODULE=$(MODULE) BUILD=$(BUILD) t/nginx-suite
 
 FUZZ_SECONDS ?= 60
 FUZZ_ROUNDS  ?= 1000
-fuzz: module
-	@.ci/install-deps run test fuzz
+fuzz: test-deps module
+	@.ci/install-deps fuzz
 	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
 	RL_MODULE=$(MODULE) RL_FUZZ_ROUNDS=$(FUZZ_ROUNDS) \
 	    prove t/048-random-replies.t
