@@ -15,6 +15,7 @@
 #include "core/usage.hpp"
 #include "live.hpp"
 #include "ngx_http_rl_page.h"
+#include "top_keys.hpp"
 
 namespace rl::api {
 namespace {
@@ -264,7 +265,7 @@ ngx_int_t top(ngx_http_request_t *r, const RuleSet &set, size_t k,
     }
     /* ?trial=1: the keys the rule's trial would have rejected */
     size_t n = trial ? live::trialTop(set.first->named, entries)
-                     : topKeys(set.first, entries);
+                     : shm::topKeys(set.first, entries);
     Json out(r->pool);
     out.raw("{\"rule\":").str(viewOf(set.first->name))
         .raw(",\"zone\":").str(viewOf(set.first->zone->name))

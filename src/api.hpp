@@ -11,7 +11,6 @@
 
 #include "core/api_path.hpp"
 #include "core/json.hpp"
-#include "core/top_keys.hpp"
 
 namespace rl::api {
 
@@ -88,13 +87,6 @@ ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
                        std::string_view value, Route route, Method method,
                        const Change &change);
 
-/* What this instance caches of a key value of the zone goes (an
- * operator changed it, here or through another instance): its deny
- * cache entries in every rule of the zone's prefix (name: in that rule
- * of the zone only, a reset), and its leases. */
-void forgetKey(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_zone_t *zone,
-               const ngx_str_t *name, const ngx_str_t *value);
-
 /* Writes the key value as the API shows it (keyText: an address, or
  * printable). */
 Json &keyValue(Json &out, const RuleSet &set, std::string_view value);
@@ -120,8 +112,5 @@ ngx_int_t fleetRead(ngx_http_request_t *r, const Request &req);
 
 /* The answer's JSON in one piece of the pool (empty on failure). */
 std::string_view flatten(ngx_pool_t *pool, const Json &j);
-
-/* top_keys.cpp: the rule's list (room for top::kListMax entries). */
-size_t topKeys(const ngx_http_rl_rule_t *rule, top::Entry *out);
 
 }  // namespace rl::api

@@ -19,6 +19,7 @@
 #include "api_wait.hpp"
 #include "core/fleet_record.hpp"
 #include "core/key_text.hpp"
+#include "core/top_keys.hpp"
 #include "core/usage.hpp"
 #include "fleet.hpp"
 #include "fleet_publish.hpp"

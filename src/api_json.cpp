@@ -9,6 +9,7 @@
 #include "api.hpp"
 
 #include "core/key_text.hpp"
+#include "core/top_keys.hpp"
 
 namespace rl::api {
 

@@ -28,12 +28,14 @@
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/key_text.hpp"
+#include "core/top_keys.hpp"
 #include "core/outcome.hpp"
 #include "core/override_text.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
 #include "core/state_read.hpp"
 #include "core/state_key.hpp"
+#include "key_caches.hpp"
 #include "redis_link.hpp"
 #include "shm_marks.hpp"
 
@@ -291,7 +293,7 @@ ngx_int_t answerWrite(Operation *op) {
                                              const_cast<char *>(
                                                  op->value.data()))};
     bool one = op->route == Route::Key || op->route == Route::Credit;
-    forgetKey(mainConf(r), zoneOf(op), one ? &op->set.first->name : nullptr,
+    shm::forgetKey(mainConf(r), zoneOf(op), one ? &op->set.first->name : nullptr,
               &value);
     recordWrite(op);
     if (op->route == Route::Credit) {
@@ -702,42 +704,6 @@ Link *linkOf(ngx_http_request_t *r, const Operation *op) {
 }
 
 }  // namespace
-
-void forgetKey(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_zone_t *zone,
-               const ngx_str_t *name, const ngx_str_t *value) {
-    if (ngx_http_rl_embedded(zone)) {
-        return;     /* no deny cache, no lease: nothing kept */
-    }
-    auto **all = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    std::string_view prefix = viewOf(zone->prefix);
-    if (rmcf->deny != nullptr) {
-        /* a block or override: every rule of the prefix's zones; a
-         * reset: the rule's (Redis zones: the embedded store has no deny
-         * cache) */
-        for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
-            ngx_http_rl_zone_t *z = all[i]->zone;
-            bool reach = name != nullptr
-                             ? viewOf(all[i]->name) == viewOf(*name) &&
-                                   z == zone
-                             : viewOf(z->prefix) == prefix;
-            if (reach && !ngx_http_rl_embedded(z)) {
-                ngx_http_rl_deny_forget(rmcf->deny, all[i], value);
-            }
-        }
-    }
-    if (rmcf->leases != nullptr) {
-        /* its leases end, what they hold going back: PREFIX{VALUE} */
-        u_char text[NGX_HTTP_RL_MAX_PREFIX + 3 + kDigestValueLen];
-        u_char *p = ngx_cpymem(text, zone->prefix.data, zone->prefix.len);
-        *p++ = '{';
-        p = reinterpret_cast<u_char *>(writeValueTag(
-            reinterpret_cast<char *>(p),
-            {reinterpret_cast<const char *>(value->data), value->len}));
-        *p++ = '}';
-        ngx_str_t block = {static_cast<size_t>(p - text), text};
-        ngx_http_rl_lease_forget(rmcf, &block);
-    }
-}
 
 ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
                        std::string_view value, Route route, Method method,

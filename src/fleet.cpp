@@ -11,11 +11,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "api.hpp"
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/script.hpp"
 #include "fleet_publish.hpp"
+#include "key_caches.hpp"
 #include "live.hpp"
 #include "redis_link.hpp"
 
@@ -153,7 +153,7 @@ void applyEntry(ZoneSync *zs, const redisReply *entry) {
     ngx_str_t r = {rule.size(), reinterpret_cast<u_char *>(
                                     const_cast<char *>(rule.data()))};
     bool one = action == "reset" || action == "credit";
-    api::forgetKey(zs->w->rmcf, zs->zone, one ? &r : nullptr, &v);
+    shm::forgetKey(zs->w->rmcf, zs->zone, one ? &r : nullptr, &v);
 }
 
 void synced(redisAsyncContext *, void *reply, void *data) noexcept {

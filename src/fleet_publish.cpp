@@ -5,12 +5,11 @@
 
 #include "fleet_publish.hpp"
 
-#include "api.hpp"
 #include "core/fleet_record.hpp"
-#include "core/top_keys.hpp"
 #include "core/usage.hpp"
 #include "fleet.hpp"
 #include "live.hpp"
+#include "top_keys.hpp"
 
 namespace rl::fleet::publish {
 namespace {
@@ -91,7 +90,7 @@ void ruleLine(Writer &w, const ngx_http_rl_name_t *name) {
 size_t topLines(Writer &w, const ngx_http_rl_name_t *name, bool trial,
                 top::Entry *entries) {
     size_t n = trial ? live::trialTop(name, entries)
-                     : api::topKeys(name->first, entries);
+                     : shm::topKeys(name->first, entries);
     size_t cut = 0;
     for (size_t i = 0; i < n && i < kTopPerRule; i++) {
         std::string_view key = entries[i].kept();

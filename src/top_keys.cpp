@@ -8,9 +8,8 @@
  * allow path reads one number while nothing was rejected lately.
  */
 
-#include "ngx.hpp"
+#include "top_keys.hpp"
 
-#include "core/top_keys.hpp"
 #include "shm_labels.hpp"
 
 namespace {
@@ -132,7 +131,7 @@ void ngx_http_rl_top_admit(const ngx_http_rl_rule_t *rule,
 
 }  // extern "C"
 
-namespace rl::api {
+namespace rl::shm {
 
 size_t topKeys(const ngx_http_rl_rule_t *rule, rl::top::Entry *out) {
     auto *l = static_cast<Labeled *>(rule->top);
@@ -145,4 +144,4 @@ size_t topKeys(const ngx_http_rl_rule_t *rule, rl::top::Entry *out) {
     return n;
 }
 
-}  // namespace rl::api
+}  // namespace rl::shm
