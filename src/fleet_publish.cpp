@@ -24,7 +24,9 @@ public:
     bool fits(size_t n) const { return static_cast<size_t>(end_ - p_) >= n; }
 
     Writer &raw(std::string_view s) {
-        p_ = ngx_cpymem(p_, s.data(), s.size());
+        if (!s.empty()) {   /* an empty view may have no data */
+            p_ = ngx_cpymem(p_, s.data(), s.size());
+        }
         return *this;
     }
     Writer &field(std::string_view s) {

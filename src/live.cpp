@@ -189,7 +189,9 @@ void account(Table *t, const Stored &before, const Stored &after) {
 
 void copyText(char *to, uint16_t *len, size_t cap, std::string_view from) {
     size_t n = from.size() < cap ? from.size() : cap;
-    ngx_memcpy(to, from.data(), n);
+    if (n > 0) {    /* an empty view may have no data: memcpy's UB */
+        ngx_memcpy(to, from.data(), n);
+    }
     *len = static_cast<uint16_t>(n);
 }
 
