@@ -378,10 +378,10 @@ STATE = not refunding and {} or nil
 local LOST
 if MAP then
     -- a call across slots: one MGET a slot, through redis.pcall, before
-    -- anything is written (a decision's states go in READ as they
-    -- would from one MGET; the module's own calls read them only to
-    -- learn which slots are here)
-    READ = STATE and {} or nil
+    -- anything is written (a decision's states, and a charge's, go in
+    -- READ as they would from one MGET: a charge then reads no key
+    -- again; a refund's or a renewal's only say which slots are here)
+    READ = (STATE or mode == 'charge') and {} or nil
     local from = 1
     for g = 1, #MAP / 8 do
         local n = struct.unpack('<d', MAP, 8 * g - 7)
