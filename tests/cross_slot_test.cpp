@@ -14,6 +14,11 @@
  *   list the requests they did not do.
  */
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,11 +34,32 @@ using namespace rltest;
 constexpr uint64_t kDay = 86400 * kSec;
 constexpr uint16_t kServedBelow = 8192;
 
+/* a TCP port nothing listens on now, for the node's cluster bus (its
+ * default, the client port + 10000, is 10000 for --port 0: one node at
+ * a time on the host) */
+int freePort() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+        port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return port;
+}
+
 class CrossSlot : public ScriptFixture {
 protected:
     static void SetUpTestSuite() {
         startServer({"--cluster-enabled", "yes", "--cluster-config-file",
-                     "nodes.conf", "--cluster-require-full-coverage", "no"});
+                     "nodes.conf", "--cluster-require-full-coverage", "no",
+                     "--cluster-port", std::to_string(freePort())});
     }
 
     void SetUp() override {
