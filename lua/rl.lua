@@ -58,17 +58,17 @@
 -- number about as much again.
 --
 -- A call across slots (a Redis Cluster node's requests of several
--- slots in one call, src/batch.hpp): no key declared, and ARGV[1] the
--- map, then the arguments above, KEYS' then ARGV's:
---   EVALSHA sha 0 map key_1..key_k blk_1..blk_k head specs [refund]
+-- slots in one call, src/batch.hpp): no key declared, the arguments
+-- above, KEYS' then ARGV's, and the map last:
+--   EVALSHA sha 0 key_1..key_k blk_1..blk_k head specs [refund] map
 -- Redis refuses a call whose declared keys are of several slots
 -- (CROSSSLOT), whatever the script's flags; the module sends such
 -- calls only to a server that took the script with the shebang
 -- '#!lua flags=allow-cross-slot-keys' (Redis 7.0 and later, Valkey),
 -- which lets one call touch keys of several slots of the node, one
--- command one slot. map: for each slot of the call, in the keys'
--- order, how many keys of the call it holds (packed as ARGV[1] is);
--- a slot's keys are together. Each slot's keys and block keys are
+-- command one slot. map: a byte per key of the call, 1 where a slot's
+-- keys start, else 0 (a slot's keys are together: its length is the
+-- call's key count). Each slot's keys and block keys are
 -- read with one MGET at the call's start, before anything is written,
 -- through redis.pcall: a slot this node does not serve whole (it
 -- moved: Redis says "non local key"; it is migrating and a key is
@@ -137,22 +137,20 @@
 -- batch shares the call, TIME and this driver among its requests, and
 -- its requests on one key share that GET and SET (meter.lua STATE).
 
--- Where the call's keys are: KEYS, or in a call across slots ARGV
--- after the map (then the other arguments come after them): key k is
--- KA[KO + k], argument i ARGV[AO + i], NK keys and as many block keys
-local KA, KO, AO, NK, MAP = KEYS, 0, 0, #KEYS / 2, nil
-if NK == 0 and #ARGV > 1 then
-    MAP = ARGV[1]
-    for g = 1, #MAP / 8 do
-        NK = NK + struct.unpack('<d', MAP, 8 * g - 7)
-    end
-    KA, KO, AO = ARGV, 1, 1 + 2 * NK
-    if AO >= #ARGV then
+-- Where the call's keys are: KEYS, or in a call across slots ARGV's
+-- first (the other arguments after them, the map last): key k is
+-- KA[k], argument i ARGV[AO + i], NK keys and as many block keys
+local KA, AO, NK, MAP = KEYS, 0, #KEYS / 2, nil
+local last = #ARGV
+if NK == 0 and last > 1 then
+    MAP = ARGV[last]
+    NK = #MAP
+    KA, AO, last = ARGV, 2 * NK, last - 1 - 2 * NK
+    if last < 2 then
         return redis.error_reply('ERR rl: bad arguments: a map of ' .. NK
                                  .. ' keys')
     end
 end
-local last = #ARGV - AO
 -- a refund, a renewal or a charge (the module's own calls, no request
 -- waits for them): every record is read, then each is done (pass 2)
 local mode = ARGV[AO + last]
@@ -243,7 +241,7 @@ local LIMIT = '^[Ll][Ii][Mm][Ii][Tt]%s'
 -- an override (see lua/override.lua), read here too.
 local READ
 local function blocked(key, alg, k)
-    local bk = KA[KO + k + NK]
+    local bk = KA[k + NK]
     local on, v
     if READ then
         v, on = READ[k], READ[k + NK]
@@ -383,15 +381,17 @@ if MAP then
     -- again; a refund's or a renewal's only say which slots are here)
     READ = (STATE or mode == 'charge') and {} or nil
     local from = 1
-    for g = 1, #MAP / 8 do
-        local n = struct.unpack('<d', MAP, 8 * g - 7)
-        local to, r = from + n - 1
-        if n == 1 then
-            r = redis.pcall('MGET', KA[KO + from], KA[KO + from + NK])
+    while from <= NK do
+        -- the slot's keys: from, to the key before the next slot's
+        local to = (string.find(MAP, '\1', from + 1, true) or NK + 1) - 1
+        local r
+        if to == from then
+            r = redis.pcall('MGET', KA[from], KA[from + NK])
         else
-            local t = { unpack(KA, KO + from, KO + to) }
+            local t = { unpack(KA, from, to) }
+            local n = to - from + 1
             for k = from, to do
-                t[n + k - from + 1] = KA[KO + k + NK]
+                t[n + k - from + 1] = KA[k + NK]
             end
             r = redis.pcall('MGET', unpack(t))
         end
@@ -401,6 +401,7 @@ if MAP then
                 LOST[k] = true
             end
         elseif READ then
+            local n = to - from + 1
             for i = 1, n do
                 READ[from + i - 1], READ[from + i - 1 + NK] = r[i], r[n + i]
             end
@@ -443,8 +444,7 @@ for pass = refunding and 1 or 2, 2 do
         end
         -- (checked here and for further rules alike, inline: a function
         -- for the check costs a call of 8 requests 3% more)
-        local key, v = k >= 1 and k <= NK and KA[KO + k],
-                       SPECS[s] or spec(s)
+        local key, v = k <= NK and KA[k], SPECS[s] or spec(s)
         if v.err then
             return v
         end
@@ -576,8 +576,7 @@ for pass = refunding and 1 or 2, 2 do
                                                  .. pos)
                     end
                     k, s, cost, nxt = struct.unpack('<ddd', H, pos)
-                    key, v = k >= 1 and k <= NK and KA[KO + k],
-                             SPECS[s] or spec(s)
+                    key, v = k <= NK and KA[k], SPECS[s] or spec(s)
                     if v.err then
                         return v
                     end
@@ -628,8 +627,7 @@ for pass = refunding and 1 or 2, 2 do
                     elseif pass == 2 and mode ~= 'renew' and not v[1].slot then
                         -- what the decision read: the override, if any
                         -- (a slot's release needs none)
-                        local on =
-                            redis.call('MGET', KA[KO + k + NK])[1]
+                        local on = redis.call('MGET', KA[k + NK])[1]
                         if on and string.find(on, LIMIT) then
                             ovr = ovr or algorithm('(override)')
                             v = ovr(v, on)

@@ -328,7 +328,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
                                      : (eval ? scriptText() : scriptSha());
     size_t headLen = requestBytes(0) * requests +
                      (requestBytes(1) - requestBytes(0)) * rules + extra;
-    size_t mapLen = across ? 8 * ngroups_ : 0;
+    size_t mapLen = across ? nkeys_ : 0;
     size_t argc = 4 + 2 * nkeys_ + nspecs_ + (own ? 1 : 0) + (across ? 1 : 0);
     size_t size = 1 + NGX_INT64_LEN + 2 + 7 + script.size() + NGX_INT64_LEN +
                   headLen + mapLen + argc * kBulkOverhead + 6;
@@ -355,13 +355,7 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     p = eval ? bulk(p, "EVAL", 4) : bulk(p, "EVALSHA", 7);
     p = bulk(p, script.data(), script.size());
     if (across) {
-        /* no key declared: the map, then the keys as arguments */
-        p = bulk(p, "0", 1);
-        p = bulkStart(p, mapLen);
-        for (size_t g = 0; g < ngroups_; g++) {
-            p = putDouble(p, groupKeys_[g]);
-        }
-        p = bulkEnd(p);
+        p = bulk(p, "0", 1);    /* no key declared: they are arguments */
     } else {
         u_char text[NGX_INT64_LEN];
         p = bulk(p, text, decimal(text, 2 * nkeys_) - text);
@@ -405,6 +399,16 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     if (own) {
         std::string_view word = callWord(kind);
         p = bulk(p, word.data(), word.size());
+    }
+    if (across) {
+        /* the map: a byte a key, 1 where a slot's keys start */
+        p = bulkStart(p, mapLen);
+        for (size_t g = 0; g < ngroups_; g++) {
+            *p++ = 1;
+            ngx_memzero(p, groupKeys_[g] - 1u);
+            p += groupKeys_[g] - 1u;
+        }
+        p = bulkEnd(p);
     }
     return static_cast<size_t>(p - buf_);
 }

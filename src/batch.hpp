@@ -120,7 +120,7 @@ public:
      * leave, and end with "renew" or "charge". `across`: a call across
      * slots (the calls of a slot together): the script with its flags
      * (core/script.hpp crossSlotScriptText), no key declared, and the
-     * map of the slots' keys first (lua/rl.lua). Returns its length, or
+     * map of the keys' slots last (lua/rl.lua). Returns its length, or
      * 0 when out of memory or when no request is left. */
     size_t build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log,
                  CallKind kind = CallKind::Decide, bool across = false);

@@ -38,18 +38,15 @@ constexpr uint64_t kDay = 86400 * kSec;
  * state around it: { reply, then per key: DUMP before, the TTL the
  * script set (-1: none), DUMP after }. */
 std::string wrapperText() {
-    /* across slots (RL_TEST_ACROSS=1): the keys are ARGV's, after the
-     * map, and the wrapper is the script the call names, with its
-     * flags */
+    /* across slots (RL_TEST_ACROSS=1): the keys are ARGV's first (the
+     * map last, a byte a key), and the wrapper is the script the call
+     * names, with its flags */
     std::string keys =
         acrossSlots()
             ? "#!lua flags=allow-cross-slot-keys\n"
-              "local KK, nk = {}, 0\n"
-              "for g = 1, #ARGV[1] / 8 do\n"
-              "    nk = nk + struct.unpack('<d', ARGV[1], 8 * g - 7)\n"
-              "end\n"
-              "for i = 1, 2 * nk do\n"
-              "    KK[i] = ARGV[1 + i]\n"
+              "local KK = {}\n"
+              "for i = 1, 2 * #ARGV[#ARGV] do\n"
+              "    KK[i] = ARGV[i]\n"
               "end\n"
             : "local KK = KEYS\n";
     return keys +

@@ -127,7 +127,7 @@ inline std::string describe(const Decision& d) {
 /* RL_TEST_ACROSS=1 (a second run of the script's tests, CMakeLists.txt):
  * every call is sent as a Cluster node's call across slots is (the
  * script with its flags, no key declared, the map of the keys' slots
- * first: src/core/script.hpp), on the same server; the script must
+ * last: src/core/script.hpp), on the same server; the script must
  * decide, reply and write as it does for declared keys. */
 inline bool acrossSlots() {
     static const bool on = [] {
@@ -342,7 +342,7 @@ protected:
         if (across) {
             /* the keys first, then a slot's keys together (the slots
              * in the order they come, each slot's keys in theirs),
-             * each slot's count in the map */
+             * the map a byte a key: 1 where a slot starts */
             for (const auto& q : requests) {
                 for (const Rule& r : q.first) {
                     index(keyIndex, keys, r.key);
@@ -360,13 +360,9 @@ protected:
             keyIndex.clear();
             for (size_t i = 0; i < keys.size(); i++) {
                 keyIndex[keys[i]] = i + 1;
-                if (i == 0 ||
-                    rl::keySlot(keys[i]) != rl::keySlot(keys[i - 1])) {
-                    map.append(8, '\0');
-                }
-                double n = rl::doubleAt(map.data(), map.size() / 8 - 1);
-                rl::putDouble(reinterpret_cast<unsigned char*>(
-                                  map.data() + map.size() - 8), n + 1);
+                bool first = i == 0 ||
+                             rl::keySlot(keys[i]) != rl::keySlot(keys[i - 1]);
+                map.push_back(first ? '\1' : '\0');
             }
         }
         std::string head;
@@ -405,7 +401,6 @@ protected:
             argv.push_back(std::string(sha ? rl::crossSlotScriptSha()
                                            : rl::crossSlotScriptText()));
             argv.push_back("0");
-            argv.push_back(map);
         } else {
             argv.push_back(std::string(sha ? rl::scriptSha()
                                            : rl::scriptText()));
@@ -420,13 +415,14 @@ protected:
         if (kind != rl::CallKind::Decide) {
             argv.emplace_back(rl::callWord(kind));
         }
+        if (across) {
+            argv.push_back(map);
+        }
         return argv;
     }
 
     /* Where a call's head is among its arguments, for `keys` keys. */
-    static size_t headArg(size_t keys) {
-        return (acrossSlots() ? 4 : 3) + 2 * keys;
-    }
+    static size_t headArg(size_t keys) { return 3 + 2 * keys; }
 
     /* The argument vector of one request's call, as strings. */
     static std::vector<std::string> argvOf(const std::vector<Rule>& rules,

@@ -4,10 +4,11 @@
  *
  *   EVALSHA sha 2k key_1..key_k blk_1..blk_k head spec_1..spec_s [refund]
  *
- * or, a Cluster node's call across slots (crossSlotScriptSha(), the map
- * of the slots' keys first, no key declared):
+ * or, a Cluster node's call across slots (crossSlotScriptSha(), no key
+ * declared, the map of the keys' slots last: a byte a key, 1 where a
+ * slot's keys start):
  *
- *   EVALSHA sha 0 map key_1..key_k blk_1..blk_k head specs [refund]
+ *   EVALSHA sha 0 key_1..key_k blk_1..blk_k head specs [refund] map
  *
  * - key_i: the call's state keys, each once; blk_i: key_i's block key
  *   PREFIX{VALUE} (state_key.hpp blockKeyLength: its first bytes), where
