@@ -197,22 +197,29 @@ bool Link::ownAcrossReplied(Batch *batch, const redisReply *reply) {
         index += went ? 1 : 0;
         c = next;
     }
-    notHere(away);
+    if (away > 0) {
+        notHere(away, kind);
+    }
     return true;
 }
 
-/* at info, once a minute at most: a slot migrating makes one such call
- * a turn until it is done */
-void Link::notHere(ngx_uint_t calls) {
-    if (notHereAt_ != 0 && ngx_current_msec - notHereAt_ < 60000) {
+/* at info, once a minute at most for each kind of call: a slot
+ * migrating makes one such call a turn until it is done */
+void Link::notHere(ngx_uint_t calls, CallKind kind) {
+    static const char *const what[] = {"decision", "refund", "renewal",
+                                       "charge"};
+    auto k = static_cast<size_t>(kind);
+    if (k >= sizeof(what) / sizeof(what[0]) ||
+        (notHereAt_[k] != 0 && ngx_current_msec - notHereAt_[k] < 60000)) {
         return;
     }
-    notHereAt_ = ngx_current_msec | 1;
+    notHereAt_[k] = ngx_current_msec | 1;
     ngx_log_error(NGX_LOG_INFO, log_, 0,
                   "%V: redis %V does not serve the whole slot of %ui "
-                  "call(s) of a call across slots (it moved, or moves): "
+                  "%s(s) of a call across slots (it moved, or moves): "
                   "they go again, each on its own slot (such lines at "
-                  "most once a minute)", &label_, &server_.addr, calls);
+                  "most once a minute)", &label_, &server_.addr, calls,
+                  what[k]);
 }
 
 }  // namespace rl

@@ -1092,7 +1092,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
         c = next;
     }
     if (away > 0) {
-        notHere(away);
+        notHere(away, CallKind::Decide);
     }
     if (refusal) {
         refuse(reply);

@@ -176,7 +176,7 @@ private:
     /* the call's part (at `at`) says it was not decided */
     static bool undecided(const redisReply *reply, size_t at,
                           ngx_uint_t rules);
-    void notHere(ngx_uint_t calls);
+    void notHere(ngx_uint_t calls, CallKind kind);
     bool ownedEmpty() const {
         return ownCalls_[0].empty() && ownCalls_[1].empty() &&
                ownCalls_[2].empty();
@@ -245,7 +245,8 @@ private:
     bool crossSlot_ = false;    /* the server took the script's flags on
                                    this connection: calls across slots */
     bool flagsLogged_ = false;  /* its refusal of them logged */
-    ngx_msec_t notHereAt_ = 0;  /* calls not done across slots, logged */
+    ngx_msec_t notHereAt_[4] = {};  /* calls of a kind not done across
+                                       slots, logged then */
     bool ready_ = false;
     bool stalled_ = false;
     bool down_ = false;         /* an incident is open (and was logged) */

@@ -3,30 +3,39 @@
 #
 # On a server that takes the script's flags (Redis 7.0 and later, Valkey)
 # the requests of one turn on one node leave as one script call, whatever
-# their slots; a slot the node does not serve whole (moved, or moving)
-# is decided by no such call: its requests go again on their own slot,
-# where MOVED, ASK and TRYAGAIN are followed as for any call. With
-# RL_TEST_SCRIPT_FLAGS=refused (every server refuses the flags, as Redis 6
-# refuses a shebang) the same calls go one per slot, as before.
+# their slots, and so do the worker's own calls (here charges); a slot
+# the node does not serve whole (moved, or moving) is decided by no such
+# call: its calls go again on their own slot, where MOVED, ASK and
+# TRYAGAIN are followed as for any call. With RL_TEST_SCRIPT_FLAGS=refused
+# (every server refuses the flags, as Redis 6 refuses a shebang) the same
+# calls go one per slot, as before.
 #
-# One 3-master cluster (no replica); per run (flags taken, then refused),
-# one nginx of one worker, two rules on each key value (fixed windows of
-# a day, limits never met: every decision passes or, while its slot moves,
-# gets failure=open), and a load of 20 key values (6 on each master and
-# one, v, whose slot moves from master 0 to master 1) from curl -Z, in
-# rounds, while:
-#   (a) nothing moves: the calls carry several slots (flags: fewer script
-#       calls than slots, MGETs outnumber EVALSHAs; refused: one MGET a
-#       call, the refusal logged)
-#   (b) v's slot migrates under the load (MIGRATING and IMPORTING, its
-#       keys moved, the source answering ASK for a while, then SETSLOT
-#       NODE: MOVED): every request answered 200; every admitted request
-#       counted once in both its rules, on the master that has the slot
-#       at the end, and no request that got the failure policy counted;
-#       the other values of master 0, in the same calls as v's, never got
-#       the failure policy; with flags the log says a call across slots
-#       met a slot it did not serve whole (the path this test is for)
-# About 20 s.
+# One 3-master cluster (no replica); per run (flags taken, then refused)
+# one nginx of one worker. /two: two rules on each key value (fixed
+# windows of a day, limits never met: a decision passes or, while its
+# slot moves, gets failure=open), the first charging 2 as the request
+# ends (one unit more: a worker's own call). /held: a concurrency= rule
+# (hold=1s) before an upstream that holds requests until told: the
+# slots' renewals, every hold/3, are the worker's own calls of one tick.
+# Loads from curl -Z, in rounds:
+#   (a) /two, 19 key values on the 3 masters, nothing moving: the calls
+#       carry several slots (flags: MGETs, one a slot, outnumber
+#       EVALSHAs; refused: one MGET a call, the refusal logged)
+#   (b) /two, 20 key values, one of them (v) on a slot that migrates
+#       from master 0 to master 1 under the load (MIGRATING and
+#       IMPORTING, keys moved, the source answering ASK a while, then
+#       SETSLOT NODE: MOVED): every answer 200; each value counted in
+#       the second rule exactly its admitted requests, in the first
+#       those and the charges sent (the values that did not move: all
+#       of them), so nothing counted twice; the other values of master
+#       0, in the same calls as v's, never got the failure policy; with
+#       flags, the log says a call across slots met the moving slot
+#   (c) /held: 14 requests on 7 values of master 0 held while one
+#       value's slot migrates (ASK, then MOVED) under their renewals:
+#       all served, every slot released in the end (w's on its new
+#       master); with flags, the log says a call across slots of
+#       renewals met the moving slot
+# About 30 s.
 
 use lib 't/lib';
 use RlTest;
@@ -35,6 +44,8 @@ use POSIX ();
 
 my $c = RlTest::Cluster->new(masters => 3, replicas => 0);
 my @M = $c->masters;
+my $up = start_upstream();
+my $UP = $up->port;
 
 sub bad_lines {
     my ($ng) = @_;
@@ -52,10 +63,11 @@ sub fw_count {
     return $n;
 }
 
-# every state key of value $v (both rules), wherever they are
-sub states_of {
+# the counts of value $v's state keys, wherever they are, least first
+sub counts_of {
     my ($v) = @_;
-    return map { $c->keys_on($_, "rl:{$v}:*") } $c->masters;
+    return sort { $a <=> $b } map { fw_count($_) }
+           map { $c->keys_on($_, "rl:{$v}:*") } $c->masters;
 }
 
 sub calls {
@@ -64,16 +76,17 @@ sub calls {
     return $info =~ /^cmdstat_\Q$cmd\E:calls=(\d+)/m ? $1 : 0;
 }
 
-# Rounds of curl -Z on every value until $stop exists; each answer as
-# "VALUE CODE STATUS" in $out. Returns the loader's pid.
+# Rounds of curl -Z on $path?k=VALUE (8 of each value a round) until
+# $stop exists; each answer as "URL CODE STATUS" in $out. The loader's
+# pid.
 sub start_load {
-    my ($port, $values, $out, $stop) = @_;
+    my ($port, $path, $values, $out, $stop) = @_;
     my $pid = fork // die "fork: $!";
     if ($pid == 0) {
         my $list = "$out.urls";
         open my $fh, '>', $list or POSIX::_exit(1);
         for my $round (1 .. 8) {
-            print $fh "url = \"http://127.0.0.1:$port/two?k=$_\"\n"
+            print $fh "url = \"http://127.0.0.1:$port$path?k=$_\"\n"
                     . "output = \"/dev/null\"\n" for @$values;
         }
         close $fh;
@@ -88,6 +101,79 @@ sub start_load {
     return $pid;
 }
 
+sub stop_load {
+    my ($pid, $stop) = @_;
+    open my $s, '>', $stop or die "$stop: $!";
+    close $s;
+    waitpid $pid, 0;
+}
+
+sub pause { select undef, undef, undef, $_[0] }
+
+# What the loads' answers say: value => admitted, value => { other
+# answer => n }, and how many answers.
+sub answers {
+    my (@files) = @_;
+    my (%passed, %other, $n);
+    for my $file (@files) {
+        open my $fh, '<', $file or die "$file: $!";
+        while (<$fh>) {
+            my ($val, $code, $st) = m{k=(\S+) (\d+) (\S*)} or next;
+            $n++;
+            if ("$code $st" eq '200 PASSED') {
+                $passed{$val}++;
+            } else {
+                $other{$val}{"$code $st"}++;
+            }
+        }
+    }
+    return (\%passed, \%other, $n // 0);
+}
+
+# rl_charges_total of rule $rule once every charge is answered (the
+# count stops moving)
+sub charges_settled {
+    my ($port, $rule) = @_;
+    my $m = sub { metric_value($port, "rl_charges_total{zone=\"c\","
+                                      . "rule=\"$rule\",result=\"$_[0]\"}")
+                  // 0 };
+    my $last = -1;
+    wait_until(sub {
+        my $now = $m->('sent') + $m->('lost');
+        return 1 if $now == $last;
+        $last = $now;
+        return 0;
+    }, timeout => 10, interval => 0.3);
+    return ($m->('sent'), $m->('lost'));
+}
+
+# (b): each value's counts against what it was answered; the charging
+# rule's against the charges sent
+sub check_counts {
+    my ($what, $port, $rule, $moved, $passed) = @_;
+    my ($sent, $lost) = charges_settled($port, $rule);
+    my (@wrong, $charged);
+    for my $val (sort keys %$passed) {
+        my $want = $passed->{$val};
+        my @n = counts_of($val);
+        # (its second rule's count, then the charging one's)
+        my $t1 = $n[-1] // 0;
+        $charged += $t1;
+        push @wrong, "$val: admitted $want, counted @n"
+            unless @n == 2 && $n[0] == $want
+                && ($val eq $moved ? $t1 >= $want && $t1 <= 2 * $want
+                                   : $t1 == 2 * $want);
+    }
+    is(join('; ', @wrong), '', "$what: each value counted its admitted "
+       . 'requests once, and with the charges sent (all, but for the '
+       . 'moving value) in the charging rule');
+    my $admitted = 0;
+    $admitted += $_ for values %$passed;
+    is($charged, $admitted + $sent, "$what: the charging rule holds "
+       . "$admitted admitted requests and $sent charges sent ($lost lost),"
+       . ' each once');
+}
+
 sub run {
     my ($tag, $refused) = @_;
     local %ENV = %ENV;
@@ -96,7 +182,8 @@ sub run {
     } else {
         delete $ENV{RL_TEST_SCRIPT_FLAGS};
     }
-    my $ng = start_nginx(workers => 1, vars => { Seeds => $c->seeds },
+    my $ng = start_nginx(workers => 1,
+                         vars => { Seeds => $c->seeds, Up => $UP },
                          config => <<'CONF');
     rl_fleet off;
     rl_zone c cluster=$Seeds timeout=5s failure=open;
@@ -105,15 +192,20 @@ sub run {
         add_header X-RL-Status $rl_status always;
         location /two {
             rl_rule zone=c key=$arg_k rate=1000000r/d
-                    algorithm=fixed_window name=t1;
+                    algorithm=fixed_window name=t1 charge=2;
             rl_rule zone=c key=$arg_k rate=2000000r/d
                     algorithm=fixed_window name=t2;
             empty_gif;
         }
+        location /held {
+            rl_rule zone=c key=$arg_k concurrency=1000 hold=1s name=h;
+            proxy_pass http://127.0.0.1:$Up/hold;
+        }
+        location /metrics { rl_metrics; }
     }
 CONF
     my $port = $ng->port;
-    # the connections made, the scripts loaded
+    my $dir = $ng->dir;
     ok(wait_until(sub {
         code_status(http_get($port, "/two?k=$tag-warm")) eq '200 PASSED'
     }, timeout => 10), "$tag: decisions start");
@@ -123,26 +215,21 @@ CONF
     my $slot = $c->slot_of_value($v);
     my @others = map { my $m = $_; map { $c->value_on($m, prefix => $tag) }
                        1 .. 6 } @M;
-    my @on_from = grep { $c->master_for_slot($c->slot_of_value($_)) == $from }
-                  @others;
-    my @values = ($v, @others);
+    my @on_from = @others[0 .. 5];
 
     # ------------------------------------------------------- (a) at rest
     $_->cli('CONFIG', 'RESETSTAT') for @M;
-    my $dir = $ng->dir;
-    my $stop = "$dir/stop-a";
-    my $load = start_load($port, \@values, "$dir/a.out", $stop);
-    select undef, undef, undef, 1.5;
-    open my $s, '>', $stop or die;
-    close $s;
-    waitpid $load, 0;
+    my $load = start_load($port, '/two', \@others, "$dir/a.out",
+                          "$dir/stop-a");
+    pause(1.5);
+    stop_load($load, "$dir/stop-a");
     my ($evals, $mgets) = (0, 0);
     for my $m (@M) {
         $evals += calls($m, 'evalsha');
         $mgets += calls($m, 'mget');
     }
-    my $answers = () = do { open my $fh, '<', "$dir/a.out"; <$fh> };
-    ok($answers > 0, "$tag (a): $answers answers at rest");
+    my (undef, undef, $n) = answers("$dir/a.out");
+    ok($n > 0, "$tag (a): $n answers at rest");
     if ($refused) {
         is($mgets, $evals, "$tag (a): refused flags: one MGET a call "
                            . "($evals calls, one slot each)");
@@ -157,55 +244,30 @@ CONF
     }
 
     # ------------------------------------------------------- (b) migrating
-    $stop = "$dir/stop-b";
-    $load = start_load($port, \@values, "$dir/b.out", $stop);
-    select undef, undef, undef, 0.4;
+    $load = start_load($port, '/two', [ $v, @others ], "$dir/b.out",
+                       "$dir/stop-b");
+    pause(0.4);
     $c->migrate_slot($slot, $to, stop_after_migrate => 1);
-    select undef, undef, undef, 0.4;    # the source answers ASK
+    pause(0.4);                         # the source answers ASK
     $c->finish_migration($slot);
-    select undef, undef, undef, 0.6;    # MOVED, then the new map
-    open $s, '>', $stop or die;
-    close $s;
-    waitpid $load, 0;
+    pause(0.6);                         # MOVED, then the new map
+    stop_load($load, "$dir/stop-b");
     is($c->master_for_slot($slot)->port, $to->port,
        "$tag (b): v's slot now on master 1");
-
-    # what (a) and (b) admitted, and what else (b) answered
-    my (%passed, %other, $lines);
-    for my $part (qw(a b)) {
-        open my $fh, '<', "$dir/$part.out" or die;
-        while (<$fh>) {
-            $lines++ if $part eq 'b';
-            my ($val, $code, $st) = m{k=(\S+) (\d+) (\S*)} or next;
-            if ("$code $st" eq '200 PASSED') {
-                $passed{$val}++;
-            } else {
-                $other{$val}{"$code $st"}++;
-            }
-        }
-        close $fh;
-    }
-    ok($lines > 2 * @values, "$tag (b): $lines answers during the move");
-    my @bad = grep { my $o = $other{$_};
-                     grep { $_ ne '200 ERROR' } keys %{ $o // {} } }
-              keys %other;
+    my ($passed, $other);
+    ($passed, $other, $n) = answers("$dir/a.out", "$dir/b.out");
+    ok($n > 4 * @others, "$tag (b): $n answers in (a) and (b)");
+    my @bad = grep { grep { $_ ne '200 ERROR' } keys %{ $other->{$_} } }
+              keys %$other;
     is("@bad", '', "$tag (b): every answer 200 PASSED or 200 ERROR")
-        or diag(explain \%other);
-    is(join(' ', grep { $_ ne $v && $other{$_} } @on_from), '',
+        or diag(explain $other);
+    is(join(' ', grep { $other->{$_} } @on_from), '',
        "$tag (b): master 0's other values, in v's calls, never got the "
-       . 'failure policy') or diag(explain \%other);
-    diag("$tag (b): v: " . ($passed{$v} // 0) . ' passed, '
-         . ($other{$v}{'200 ERROR'} // 0) . ' failure policy');
-    my @wrong;
-    for my $val (@values) {
-        my @k = sort(states_of($val));
-        my $want = $passed{$val} // 0;
-        my @n = map { fw_count($_) } @k;
-        push @wrong, "$val: passed $want, counted @n"
-            unless @k == 2 && $n[0] == $want && $n[1] == $want;
-    }
-    is(join('; ', @wrong), '', "$tag (b): each of the 20 values counted "
-       . 'exactly its admitted requests, once, in both rules');
+       . 'failure policy') or diag(explain $other);
+    diag("$tag (b): v: " . ($passed->{$v} // 0) . ' admitted, '
+         . ($other->{$v}{'200 ERROR'} // 0) . ' failure policy');
+    $passed->{"$tag-warm"} = 1;
+    check_counts("$tag (b)", $port, 't1', $v, $passed);
     is(scalar $c->keys_on($to, "rl:{$v}:*"), 2,
        "$tag (b): v's two states on the slot's new master");
     if ($refused) {
@@ -213,10 +275,42 @@ CONF
                "$tag (b): no call across slots");
     } else {
         like($ng->error_log_text,
-             qr/redis 127\.0\.0\.1:\d+ does not serve the whole slot of \d+ call\(s\) of a call across slots/,
+             qr/redis 127\.0\.0\.1:\d+ does not serve the whole slot of \d+ decision\(s\) of a call across slots/,
              "$tag (b): a call across slots met the moving slot, and its "
              . 'requests went again on their own slot');
     }
+
+    # ------------------------------------------------------- (c) renewals
+    # 14 requests held by the upstream on 7 values of master 0 (a slot
+    # each), their slots renewed every hold/3 in one tick: calls across
+    # slots of renewals; one value's slot migrates under them
+    my $w = $c->value_on($M[0], prefix => "$tag-w");
+    my $wslot = $c->slot_of_value($w);
+    my @vals = ($w, map { $c->value_on($M[0], prefix => "$tag-n") } 1 .. 6);
+    my @held = map { my $x = $_; map { http_start($port,
+                         "/held?k=$x&key=$x&until=$tag-c") } 1 .. 2 } @vals;
+    ok(wait_until(sub { !grep { $up->stats($_)->{now} != 2 } @vals },
+                  timeout => 10), "$tag (c): 14 requests held");
+    my $held = sub { my $t = 0; $t += slots_held(sub { $c->cli_on($_, @_) })
+                                    for @M; $t };
+    is($held->(), 14, "$tag (c): 14 slots held in Redis");
+    $c->migrate_slot($wslot, $M[2], stop_after_migrate => 1);
+    pause(0.8);                         # renewals meet ASK
+    $c->finish_migration($wslot);
+    pause(0.8);                         # and MOVED
+    is($held->(), 14, "$tag (c): still 14 held after the move");
+    $up->release("$tag-c");
+    is(join(' ', map { code_status($_->result(10)) } @held),
+       join(' ', ('200 PASSED') x 14), "$tag (c): all 14 served");
+    ok(wait_until(sub { $held->() == 0 }, timeout => 5),
+       "$tag (c): every slot released, w's on the slot's new master");
+    if (!$refused) {
+        like($ng->error_log_text,
+             qr/does not serve the whole slot of \d+ renewal\(s\) of a call across slots/,
+             "$tag (c): a call across slots of renewals met the moving "
+             . 'slot, and they went again on their own slot');
+    }
+
     is_deeply([ bad_lines($ng) ], [], "$tag: no crash or alert");
     $ng->stop;
     @M = $c->masters;
