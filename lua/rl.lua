@@ -57,6 +57,30 @@
 -- costs Redis about as much as a short command, and parsing a decimal
 -- number about as much again.
 --
+-- A call across slots (a Redis Cluster node's requests of several
+-- slots in one call, src/batch.hpp): no key declared, the arguments
+-- above, KEYS' then ARGV's, and the map last:
+--   EVALSHA sha 0 key_1..key_k blk_1..blk_k head specs [refund] map
+-- Redis refuses a call whose declared keys are of several slots
+-- (CROSSSLOT), whatever the script's flags; the module sends such
+-- calls only to a server that took the script with the shebang
+-- '#!lua flags=allow-cross-slot-keys' (Redis 7.0 and later, Valkey),
+-- which lets one call touch keys of several slots of the node, one
+-- command one slot. map: a byte per key of the call, 1 where a slot's
+-- keys start, else 0 (a slot's keys are together: its length is the
+-- call's key count). Each slot's keys and block keys are
+-- read with one MGET at the call's start, before anything is written,
+-- through redis.pcall: a slot this node does not serve whole (it
+-- moved: Redis says "non local key"; it is migrating and a key is
+-- missing here: ASK or TRYAGAIN in a command, the same error in a
+-- script; the cluster is down) fails its MGET, and nothing of that
+-- slot is read, decided or written: its requests are "not decided"
+-- (below), and the module sends them again, each on its own slot,
+-- where Redis' own MOVED, ASK or TRYAGAIN answers them. The other
+-- slots' requests are decided as in any call. (A call's error reply
+-- is still a call that wrote nothing before it failed, but for what
+-- any call may meet midway: a key of another type, a bad record.)
+--
 -- Reply (decide): one string of little-endian doubles: Redis' TIME in
 --          us (0 if no request needed it), then for each request, for
 --          each of its rules: left, reset_us, verdict
@@ -89,7 +113,12 @@
 -- Redis expires keys on a millisecond clock, and before 7.2 a PEXPIRE of
 -- 1 may even delete the key at once when a millisecond ticks meanwhile
 -- (redis/redis#10300). For a request of t < 0, that time is -t us nearer.
--- Reply (refund, renew, charge, credit): 1
+-- A request a call across slots did not decide (its slot's MGET
+-- failed, above): each of its rules reads left -1, reset_us 0, verdict
+-- 0 (no decided rule leaves less than 0), and no trailer record.
+-- Reply (refund, renew, charge, credit): 1; in a call across slots
+-- that did not do them all, one string of little-endian doubles: the
+-- index (0: the call's first) of each request not done, in order
 --
 -- Leases (SPEC section 6): a request that asks for k units (n above) is
 -- decided as any other; if it is admitted, it is granted g, the most up
@@ -108,10 +137,23 @@
 -- batch shares the call, TIME and this driver among its requests, and
 -- its requests on one key share that GET and SET (meter.lua STATE).
 
+-- Where the call's keys are: KEYS, or in a call across slots ARGV's
+-- first (the other arguments after them, the map last): key k is
+-- KA[k], argument i ARGV[AO + i], NK keys and as many block keys
+local KA, AO, NK, MAP = KEYS, 0, #KEYS / 2, nil
 local last = #ARGV
+if NK == 0 and last > 1 then
+    MAP = ARGV[last]
+    NK = #MAP
+    KA, AO, last = ARGV, 2 * NK, last - 1 - 2 * NK
+    if last < 2 then
+        return redis.error_reply('ERR rl: bad arguments: a map of ' .. NK
+                                 .. ' keys')
+    end
+end
 -- a refund, a renewal or a charge (the module's own calls, no request
 -- waits for them): every record is read, then each is done (pass 2)
-local mode = ARGV[last]
+local mode = ARGV[AO + last]
 local refunding = mode == 'refund' or mode == 'renew' or mode == 'charge'
                   or mode == 'credit'
 if refunding then
@@ -129,7 +171,7 @@ end
 -- the spec's text }, once per call; or an error reply
 local SPECS = {}
 local function spec(s)
-    local text = s >= 1 and s < last and ARGV[s + 1]
+    local text = s >= 1 and s < last and ARGV[AO + s + 1]
     if not text or #text <= 48 then
         return redis.error_reply('ERR rl: bad arguments: no spec ' .. s)
     end
@@ -197,10 +239,9 @@ local LIMIT = '^[Ll][Ii][Mm][Ii][Tt]%s'
 -- key's rules reject at once. A refund reads no block: it gives back
 -- what was counted. A value whose first word is "limit" is no block but
 -- an override (see lua/override.lua), read here too.
-local NK = #KEYS / 2
 local READ
 local function blocked(key, alg, k)
-    local bk = KEYS[k + NK]
+    local bk = KA[k + NK]
     local on, v
     if READ then
         v, on = READ[k], READ[k + NK]
@@ -237,7 +278,7 @@ local function blocked(key, alg, k)
     return v
 end
 
-local H = ARGV[1] or ''
+local H = ARGV[AO + 1] or ''
 local size = #H
 -- a concurrency rule's record naming no slot (cost 0: a read)
 local NOSLOT = '\0\0\0\0\0\0\0\0'
@@ -330,9 +371,48 @@ local lease
 
 
 STATE = not refunding and {} or nil
-if STATE and NK >= 1 then
+-- LOST[k]: key k's slot is not this node's whole (a call across
+-- slots: its MGET failed): its requests are not decided, nor done
+local LOST
+if MAP then
+    -- a call across slots: one MGET a slot, through redis.pcall, before
+    -- anything is written (a decision's states, and a charge's, go in
+    -- READ as they would from one MGET: a charge then reads no key
+    -- again; a refund's or a renewal's only say which slots are here)
+    READ = (STATE or mode == 'charge') and {} or nil
+    local from = 1
+    while from <= NK do
+        -- the slot's keys: from, to the key before the next slot's
+        local to = (string.find(MAP, '\1', from + 1, true) or NK + 1) - 1
+        local r
+        if to == from then
+            r = redis.pcall('MGET', KA[from], KA[from + NK])
+        else
+            local t = { unpack(KA, from, to) }
+            local n = to - from + 1
+            for k = from, to do
+                t[n + k - from + 1] = KA[k + NK]
+            end
+            r = redis.pcall('MGET', unpack(t))
+        end
+        if r.err then
+            LOST = LOST or {}
+            for k = from, to do
+                LOST[k] = true
+            end
+        elseif READ then
+            local n = to - from + 1
+            for i = 1, n do
+                READ[from + i - 1], READ[from + i - 1 + NK] = r[i], r[n + i]
+            end
+        end
+        from = to + 1
+    end
+elseif STATE and NK >= 1 then
     READ = redis.call('MGET', unpack(KEYS))
 end
+-- a call across slots: the requests of its own calls not done (LOST)
+local undone
 -- a charge call that gives nothing back keeps STATE as a decision does,
 -- and writes at the end (flush()): its records on one key share one
 -- MGET (the state with the override) and one SET. A charge below 0 is a
@@ -346,8 +426,9 @@ for pass = refunding and 1 or 2, 2 do
     if pass == 2 and mode == 'charge' and not giving then
         STATE = {}
     end
-    local pos = 1
+    local pos, req = 1, 0
     while pos <= size do
+        req = req + 1
         -- the request: n t, then its first rule k s c
         if pos + 39 > size then
             return redis.error_reply(BAD .. 'a request at byte ' .. pos)
@@ -363,10 +444,13 @@ for pass = refunding and 1 or 2, 2 do
         end
         -- (checked here and for further rules alike, inline: a function
         -- for the check costs a call of 8 requests 3% more)
-        local key, v = k <= NK and KEYS[k], SPECS[s] or spec(s)
+        local key, v = k <= NK and KA[k], SPECS[s] or spec(s)
         if v.err then
             return v
         end
+        -- a call across slots: a request of a slot not read (its rules
+        -- are all of its slot, their keys of one hash tag)
+        local lost = LOST and LOST[k]
         -- a concurrency rule's slot, or a calendar rule's bounds (its
         -- algorithm's last argument)
         local slot
@@ -392,7 +476,7 @@ for pass = refunding and 1 or 2, 2 do
             now = clock - age
         end
 
-        if n == 1 and ask == 0 and not refunding then
+        if n == 1 and ask == 0 and not refunding and not lost then
             -- one rule (the usual request): decided and counted at once
             local alg = v[1]
             local ok, left, reset, retry, wait, ttl, a, b, c
@@ -492,7 +576,7 @@ for pass = refunding and 1 or 2, 2 do
                                                  .. pos)
                     end
                     k, s, cost, nxt = struct.unpack('<ddd', H, pos)
-                    key, v = k <= NK and KEYS[k], SPECS[s] or spec(s)
+                    key, v = k <= NK and KA[k], SPECS[s] or spec(s)
                     if v.err then
                         return v
                     end
@@ -514,7 +598,20 @@ for pass = refunding and 1 or 2, 2 do
                     end
                     pos = nxt
                 end
-                if refunding then
+                if lost then
+                    -- not read, not decided, nothing written: a
+                    -- decision's parts say so (left -1); a refund's
+                    -- index goes in the reply (below)
+                    admitted = false
+                    if not refunding then
+                        np = np + 1
+                        if np > 1 then
+                            parts[np] = struct.pack('<ddd', -1, 0, 0)
+                        else
+                            parts[1] = struct.pack('<dddd', clock, -1, 0, 0)
+                        end
+                    end
+                elseif refunding then
                     if pass == 2 and STATE then
                         -- a charge: the key's state and override, read
                         -- once per call (a block is no state for it)
@@ -530,7 +627,7 @@ for pass = refunding and 1 or 2, 2 do
                     elseif pass == 2 and mode ~= 'renew' and not v[1].slot then
                         -- what the decision read: the override, if any
                         -- (a slot's release needs none)
-                        local on = redis.call('MGET', KEYS[k + NK])[1]
+                        local on = redis.call('MGET', KA[k + NK])[1]
                         if on and string.find(on, LIMIT) then
                             ovr = ovr or algorithm('(override)')
                             v = ovr(v, on)
@@ -607,8 +704,12 @@ for pass = refunding and 1 or 2, 2 do
                     end
                 end
             end
+            if lost and refunding and pass == 2 then
+                undone = undone or {}
+                undone[#undone + 1] = struct.pack('<d', req - 1)
+            end
             if refunding then
-                for i = 1, pass == 2 and n or 0 do
+                for i = 1, (pass == 2 and not lost) and n or 0 do
                     key, v = pending[4 * i - 3], pending[4 * i - 2]
                     cost, slot = pending[4 * i - 1], pending[4 * i]
                     local alg = v[1]
@@ -747,6 +848,9 @@ if refunding then
     end
     if slots then
         slots.flush()
+    end
+    if undone then
+        return table.concat(undone)
     end
     return 1
 end

@@ -52,6 +52,20 @@ Call *CallQueue::takeAll() {
     return first;
 }
 
+void CallQueue::append(CallQueue *other) {
+    if (other->head_ == nullptr) {
+        return;
+    }
+    if (tail_ != nullptr) {
+        tail_->next = other->head_;
+    } else {
+        head_ = other->head_;
+    }
+    tail_ = other->tail_;
+    other->head_ = nullptr;
+    other->tail_ = nullptr;
+}
+
 SlotBuckets::~SlotBuckets() {
     ngx_free(buckets_);
     ngx_free(table_);
@@ -93,7 +107,8 @@ bool SlotBuckets::fill(CallQueue *q, ngx_log_t *log) {
     at_ = 0;
     for (Call *c = all; c != nullptr;) {
         Call *next = c->next;
-        uint32_t key = static_cast<uint32_t>(c->slot) * 2 + (c->asking ? 1 : 0);
+        uint32_t key = static_cast<uint32_t>(c->slot) * 4 +
+                       (c->asking ? 2 : 0) + (c->single ? 1 : 0);
         size_t h = (key * 2654435761u) & mask;
         while (table_[h] != 0 && buckets_[table_[h] - 1].key != key) {
             h = (h + 1) & mask;
@@ -112,6 +127,14 @@ bool SlotBuckets::fill(CallQueue *q, ngx_log_t *log) {
         table_[buckets_[i].pos] = 0;
     }
     return true;
+}
+
+void SlotBuckets::gather(CallQueue *across) {
+    for (size_t i = at_; i < nbuckets_; i++) {
+        if ((buckets_[i].key & 3) == 0) {
+            across->append(&buckets_[i].calls);
+        }
+    }
 }
 
 Call *SlotBuckets::next() {
@@ -199,7 +222,8 @@ size_t BatchCommand::specIndex(const ngx_str_t *spec) {
     return nspecs_;
 }
 
-bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
+bool BatchCommand::index(Call *first, size_t rules, bool across,
+                         ngx_log_t *log) {
     static_assert(kSlots >= 2 * (kMaxBatchKeys + kMaxRulesPerCall),
                   "the key table stays at most half full");
     if (rules > cap_) {
@@ -217,16 +241,31 @@ bool BatchCommand::index(Call *first, size_t rules, ngx_log_t *log) {
     }
     nkeys_ = 0;
     nspecs_ = 0;
+    ngroups_ = 0;
     size_t i = 0;
+    int slot = -1;
+    size_t from = 0;    /* the slot's first key */
     for (Call *c = first; c != nullptr; c = c->next) {
         ngx_http_rl_group_t *g = c->group;
         if (g == nullptr) {
             continue;
         }
+        if (across && c->slot != slot) {
+            /* a slot's keys are together: its calls are (gather()),
+             * and a key is of one slot */
+            if (nkeys_ > from) {
+                groupKeys_[ngroups_++] = static_cast<uint16_t>(nkeys_ - from);
+            }
+            slot = c->slot;
+            from = nkeys_;
+        }
         for (ngx_uint_t k = 0; k < ngx_http_rl_records(g); k++, i++) {
             ruleKey_[i] = static_cast<uint32_t>(keyIndex(&g->keys[k]));
             ruleSpec_[i] = static_cast<uint32_t>(specIndex(g->specs[k]));
         }
+    }
+    if (across && nkeys_ > from) {
+        groupKeys_[ngroups_++] = static_cast<uint16_t>(nkeys_ - from);
     }
     return true;
 }
@@ -265,7 +304,7 @@ size_t boundsBytes(const ngx_http_rl_group_t *g) {
  * head (each request's rule count and age, each rule's key, spec and
  * cost), the specs */
 size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
-                           ngx_log_t *log, CallKind kind) {
+                           ngx_log_t *log, CallKind kind, bool across) {
     bool refund = kind == CallKind::Refund;
     bool own = kind != CallKind::Decide;
     size_t requests = 0;
@@ -280,17 +319,19 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
             c->rules = 0;   /* gone before it left: no part in the reply */
         }
     }
-    if (rules == 0 || !index(first, rules, log)) {
+    if (rules == 0 || !index(first, rules, across, log)) {
         return 0;
     }
 
-    size_t scriptLen = RL_SHA_LEN;
-    const char *script = eval ? rl_script_text(&scriptLen) : rl_script_sha();
+    std::string_view script = across ? (eval ? crossSlotScriptText()
+                                             : crossSlotScriptSha())
+                                     : (eval ? scriptText() : scriptSha());
     size_t headLen = requestBytes(0) * requests +
                      (requestBytes(1) - requestBytes(0)) * rules + extra;
-    size_t argc = 4 + 2 * nkeys_ + nspecs_ + (own ? 1 : 0);
-    size_t size = 1 + NGX_INT64_LEN + 2 + 7 + scriptLen + NGX_INT64_LEN +
-                  headLen + argc * kBulkOverhead + 6;
+    size_t mapLen = across ? nkeys_ : 0;
+    size_t argc = 4 + 2 * nkeys_ + nspecs_ + (own ? 1 : 0) + (across ? 1 : 0);
+    size_t size = 1 + NGX_INT64_LEN + 2 + 7 + script.size() + NGX_INT64_LEN +
+                  headLen + mapLen + argc * kBulkOverhead + 6;
     for (size_t k = 0; k < nkeys_; k++) {
         size += 2 * keys_[k]->len;
     }
@@ -312,9 +353,13 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     *p++ = '\r';
     *p++ = '\n';
     p = eval ? bulk(p, "EVAL", 4) : bulk(p, "EVALSHA", 7);
-    p = bulk(p, script, scriptLen);
-    u_char text[NGX_INT64_LEN];
-    p = bulk(p, text, decimal(text, 2 * nkeys_) - text);
+    p = bulk(p, script.data(), script.size());
+    if (across) {
+        p = bulk(p, "0", 1);    /* no key declared: they are arguments */
+    } else {
+        u_char text[NGX_INT64_LEN];
+        p = bulk(p, text, decimal(text, 2 * nkeys_) - text);
+    }
     for (size_t k = 0; k < nkeys_; k++) {
         p = bulk(p, keys_[k]->data, keys_[k]->len);
     }
@@ -354,6 +399,16 @@ size_t BatchCommand::build(Call *first, bool eval, int64_t nowUs,
     if (own) {
         std::string_view word = callWord(kind);
         p = bulk(p, word.data(), word.size());
+    }
+    if (across) {
+        /* the map: a byte a key, 1 where a slot's keys start */
+        p = bulkStart(p, mapLen);
+        for (size_t g = 0; g < ngroups_; g++) {
+            *p++ = 1;
+            ngx_memzero(p, groupKeys_[g] - 1u);
+            p += groupKeys_[g] - 1u;
+        }
+        p = bulkEnd(p);
     }
     return static_cast<size_t>(p - buf_);
 }

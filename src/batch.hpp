@@ -26,8 +26,10 @@ struct Call {
     Call                 *next;
     ngx_uint_t            rules;     /* its part of the reply: its rules, kept
                                       * once gone (0: gone before it left) */
-    uint16_t              slot;      /* in a cluster: one slot per batch */
+    uint16_t              slot;      /* in a cluster: its group's */
     bool                  asking;    /* after ASKING (an ASK redirection) */
+    bool                  single;    /* a call across slots did not do it
+                                      * (its slot moves): on its own slot */
 };
 
 /* Calls sent as one script call, in order: decisions, or the worker's
@@ -38,6 +40,7 @@ struct Batch {
     Call     *first;
     Batch    *next;                  /* free list */
     CallKind  kind;
+    bool      across;                /* a call across slots (node_batch.cpp) */
 };
 
 /* At most this many requests, and about this many keys, per call (the
@@ -53,18 +56,22 @@ public:
     Call *take();
     /* Every call, in order (a list by next); the queue is empty after. */
     Call *takeAll();
+    /* Every call of other after this one's; other is empty after. */
+    void append(CallQueue *other);
 
 private:
     Call *head_ = nullptr;
     Call *tail_ = nullptr;
 };
 
-/* A cluster's calls of one turn by slot (and ASKING or not): a script
- * call has one slot. fill() puts each call in its slot's queue in one
- * pass, through a small table of the slots seen, cleared entry by entry
- * after (before, each batch scanned the queue again for its slot: with
- * a key per request, nearly every request its own slot, O(n^2) in the
- * calls of a turn). */
+/* A cluster's calls of one turn by slot (and ASKING or not, on their
+ * own slot or not): a call of declared keys has one slot; a call across
+ * slots (src/node_batch.cpp) takes the slots' calls one slot after the
+ * other. fill() puts each call in its slot's queue in one pass, through
+ * a small table of the slots seen, cleared entry by entry after
+ * (before, each batch scanned the queue again for its slot: with a key
+ * per request, nearly every request its own slot, O(n^2) in the calls
+ * of a turn). */
 class SlotBuckets {
 public:
     ~SlotBuckets();
@@ -72,6 +79,10 @@ public:
      * their slots' first call, calls in order; false when out of memory
      * (q is left as it was). */
     bool fill(CallQueue *q, ngx_log_t *log);
+    /* The calls that may go across slots (neither ASKING nor single),
+     * bucket after bucket, appended to *across: a slot's calls are
+     * together there. */
+    void gather(CallQueue *across);
     /* The next batch: the first calls of the first bucket left, within
      * the limits; NULL when every call went. */
     Call *next();
@@ -79,7 +90,7 @@ public:
 private:
     struct Bucket {
         CallQueue calls;
-        uint32_t key;        /* slot * 2 + asking */
+        uint32_t key;        /* slot * 4 + asking * 2 + single */
         size_t pos;          /* its entry in table_ */
     };
 
@@ -106,17 +117,21 @@ public:
      * monotonic time it leaves at. A refund's records are at their
      * groups' now_us (the time the refund gives back at) and the call
      * ends with "refund"; a renewal's or a charge's are at the time they
-     * leave, and end with "renew" or "charge". Returns its length, or 0
-     * when out of memory or when no request is left. */
+     * leave, and end with "renew" or "charge". `across`: a call across
+     * slots (the calls of a slot together): the script with its flags
+     * (core/script.hpp crossSlotScriptText), no key declared, and the
+     * map of the keys' slots last (lua/rl.lua). Returns its length, or
+     * 0 when out of memory or when no request is left. */
     size_t build(Call *first, bool eval, int64_t nowUs, ngx_log_t *log,
-                 CallKind kind = CallKind::Decide);
+                 CallKind kind = CallKind::Decide, bool across = false);
 
     const char *data() const { return reinterpret_cast<char *>(buf_); }
 
 private:
     /* the call's keys and specs, each once, and each rule's indexes into
-     * them; false when out of memory */
-    bool index(Call *first, size_t rules, ngx_log_t *log);
+     * them (across: and how many keys each slot has, in groupKeys_);
+     * false when out of memory */
+    bool index(Call *first, size_t rules, bool across, ngx_log_t *log);
     size_t keyIndex(const ngx_str_t *key);
     size_t specIndex(const ngx_str_t *spec);
 
@@ -132,6 +147,10 @@ private:
     size_t cap_ = 0;                 /* of each of the four */
     size_t nkeys_ = 0;
     size_t nspecs_ = 0;
+    /* a call across slots: each slot's keys, in order (a slot per call
+     * at most) */
+    uint16_t groupKeys_[kMaxBatchRequests] = {};
+    size_t ngroups_ = 0;
     /* keys_ by hash: index + 1, 0 free (open addressing) */
     static constexpr size_t kSlots = 2048;
     uint16_t slots_[kSlots] = {};

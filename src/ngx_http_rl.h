@@ -259,6 +259,8 @@ typedef struct {
     ngx_array_t                 time_zones; /* read for calendar rules
                                                (calendar_conf.cpp) */
     ngx_uint_t                  nginx_clock; /* RL_TEST_CLOCK=nginx */
+    ngx_uint_t                  flags_refused; /* RL_TEST_SCRIPT_FLAGS=
+                                                  refused */
 } ngx_http_rl_main_conf_t;
 
 
@@ -455,6 +457,10 @@ void ngx_http_rl_calendar_describe(const ngx_http_rl_rule_t *rule,
 /* RL_TEST_CLOCK=nginx (tests only, docs/testing.md): the script decides
  * at the time nginx sends, not on Redis' clock; set per worker */
 extern ngx_uint_t  ngx_http_rl_nginx_clock;
+/* RL_TEST_SCRIPT_FLAGS=refused (tests only, docs/testing.md): no server
+ * takes the script's flags, a Cluster's calls go one per slot
+ * (node_batch.cpp); set per worker */
+extern ngx_uint_t  ngx_http_rl_script_flags_refused;
 
 /* rule_names.cpp: rmcf->names, once the rules are read */
 ngx_int_t ngx_http_rl_names_init(ngx_conf_t *cf,

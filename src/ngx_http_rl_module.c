@@ -485,7 +485,7 @@ ngx_http_rl_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_rl_main_conf_t *rmcf = conf;
 
-    char                *clock;
+    char                *clock, *flags;
     ngx_uint_t           i;
     ngx_http_rl_zone_t **zones;
 
@@ -502,6 +502,19 @@ ngx_http_rl_init_main_conf(ngx_conf_t *cf, void *conf)
                       "RL_TEST_CLOCK=nginx: Redis decides at the time "
                       "nginx sends, not on its own clock (a test's "
                       "setting, never for production)");
+    }
+
+    /* tests only: a Cluster's calls go one per slot, as on a server
+     * that refuses the script's flags (node_batch.cpp) */
+
+    flags = getenv("RL_TEST_SCRIPT_FLAGS");
+
+    if (flags != NULL && ngx_strcmp(flags, "refused") == 0) {
+        rmcf->flags_refused = 1;
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "RL_TEST_SCRIPT_FLAGS=refused: the script's flags "
+                      "are refused, a Cluster's calls go one per slot (a "
+                      "test's setting, never for production)");
     }
 
     for (i = 0; i < rmcf->zones.nelts; i++) {
@@ -809,6 +822,7 @@ ngx_http_rl_init_process(ngx_cycle_t *cycle)
     }
 
     ngx_http_rl_nginx_clock = rmcf->nginx_clock;
+    ngx_http_rl_script_flags_refused = rmcf->flags_refused;
 
     if (ngx_http_rl_stores_init(cycle, rmcf) != NGX_OK
         || ngx_http_rl_inflight_init(cycle, rmcf) != NGX_OK

@@ -296,6 +296,7 @@ bool Link::open() {
     stalled_ = false;
     lost_ = false;
     probing_ = false;
+    crossSlot_ = false;     /* until this server takes the flags */
     tls_.end();
     redisAsyncSetConnectCallback(ac, onConnect);
     redisAsyncSetDisconnectCallback(ac, onDisconnect);
@@ -353,8 +354,13 @@ void Link::handshake() {
     }
 }
 
-/* SCRIPT LOAD: its reply (scriptLoaded()) makes the link ready */
+/* SCRIPT LOAD: its reply (scriptLoaded()) makes the link ready; a
+ * cluster node's link first loads the script with its flags, whose
+ * reply says whether calls may go across slots (node_batch.cpp) */
 void Link::loadScript() {
+    if (cluster_ != nullptr) {
+        loadFlags();
+    }
     const char *argv[3];
     size_t len[3];
     size_t scriptLen;
@@ -665,6 +671,7 @@ Call *Link::take(ngx_http_rl_group_t *group) {
     call->rules = ngx_http_rl_records(group);
     call->slot = static_cast<uint16_t>(group->slot);
     call->asking = false;
+    call->single = false;
     return call;
 }
 
@@ -806,9 +813,9 @@ void Link::flush() {
         }
     } else {
         for (int k = 0; k < 3; k++) {
-            sendBySlot(&ownCalls_[k], static_cast<CallKind>(k + 1));
+            sendCluster(&ownCalls_[k], static_cast<CallKind>(k + 1));
         }
-        sendBySlot(&queue_, CallKind::Decide);
+        sendCluster(&queue_, CallKind::Decide);
     }
     evalNext_ = false;
 }
@@ -851,25 +858,7 @@ void Link::writeNow() {
     }
 }
 
-/* A cluster's calls: a batch per slot, within the limits (out of
- * memory: a call per batch, as valid). */
-void Link::sendBySlot(CallQueue *q, CallKind kind) {
-    bool own = kind != CallKind::Decide;
-    if (!buckets_.fill(q, log_)) {
-        for (Call *c = q->takeAll(); c != nullptr;) {
-            Call *next = c->next;
-            c->next = nullptr;
-            sendBatch(c, !own && c->asking, kind);
-            c = next;
-        }
-        return;
-    }
-    while (Call *first = buckets_.next()) {
-        sendBatch(first, !own && first->asking, kind);
-    }
-}
-
-void Link::sendBatch(Call *first, bool asking, CallKind kind) {
+void Link::sendBatch(Call *first, bool asking, CallKind kind, bool across) {
     bool own = kind != CallKind::Decide;
     Batch *batch = freeBatches_;
     if (batch != nullptr) {
@@ -879,12 +868,14 @@ void Link::sendBatch(Call *first, bool asking, CallKind kind) {
     }
     size_t len = 0;
     if (batch != nullptr && ac_ != nullptr) {
-        len = command_.build(first, evalNext_, monotonicUs(), log_, kind);
+        len = command_.build(first, evalNext_, monotonicUs(), log_, kind,
+                             across);
     }
     if (len > 0) {
         batch->link = this;
         batch->first = first;
         batch->kind = kind;
+        batch->across = across;
         /* ASKING holds for the next command only: the batch */
         if ((!asking || redisAsyncCommand(ac_, nullptr, nullptr, "ASKING")
                             == REDIS_OK) &&
@@ -899,6 +890,7 @@ void Link::sendBatch(Call *first, bool asking, CallKind kind) {
     if (batch != nullptr) {
         batch->first = first;
         batch->kind = kind;
+        batch->across = false;
         if (own) {
             refundsReplied(batch, nullptr);
             return;
@@ -921,6 +913,9 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
     } else if (ready_) {
         stalled_ = false;
         stopTimer(&deadline_);
+    }
+    if (batch->across && ownAcrossReplied(batch, reply)) {
+        return;
     }
     bool failed = reply == nullptr || reply->type == REDIS_REPLY_ERROR;
     int retry = isNoScript(reply) ? NGX_HTTP_RL_RETRY_EVAL
@@ -1064,7 +1059,9 @@ void Link::replied(Batch *batch, redisReply *reply) {
         trailerLen = reply->len - want;
     }
     Call *c = batch->first;
+    bool across = batch->across;
     recycle(batch);
+    ngx_uint_t away = 0;
     while (c != nullptr) {
         Call *next = c->next;
         ngx_http_rl_group_t *group = c->group;
@@ -1076,6 +1073,13 @@ void Link::replied(Batch *batch, redisReply *reply) {
             group->retried = 1;
             evalNext_ = true;
             enqueue(c);
+        } else if (across && clock > 0 && undecided(reply, at, c->rules)) {
+            /* its slot moved or moves: nothing of it was read or
+             * written; again, on its own slot (node_batch.cpp) */
+            at += replyBytes(c->rules);
+            rule += c->rules;
+            away++;
+            againAlone(c, CallKind::Decide);
         } else {
             int64_t grant = 0;
             bool any = trailer != nullptr && c->rules <= kMaxRulesPerCall &&
@@ -1086,6 +1090,9 @@ void Link::replied(Batch *batch, redisReply *reply) {
                    any ? limits : nullptr, grant);
         }
         c = next;
+    }
+    if (away > 0) {
+        notHere(away, CallKind::Decide);
     }
     if (refusal) {
         refuse(reply);
@@ -1158,6 +1165,18 @@ bool Link::redirected(Batch *batch, const redisReply *reply) {
     Redirect to;
     if (!parseRedirect({reply->str, reply->len}, &to)) {
         return false;
+    }
+    if (batch->across) {
+        /* (a call across slots declares no key, which Redis redirects
+         * never: a proxy's answer) each call again on its own slot */
+        Call *c = batch->first;
+        recycle(batch);
+        while (c != nullptr) {
+            Call *next = c->next;
+            againAlone(c, CallKind::Decide);
+            c = next;
+        }
+        return true;
     }
     settle(batch, [&](ngx_http_rl_group_t *group) {
         if (!cluster_->redirect(group, to, this)) {

@@ -109,6 +109,7 @@ public:
     void named(redisAsyncContext *ac, redisReply *reply);
     void roleReplied(redisAsyncContext *ac, redisReply *reply);
     void scriptLoaded(redisAsyncContext *ac, redisReply *reply);
+    void flagsReplied(redisAsyncContext *ac, redisReply *reply);
     void replied(Batch *batch, redisReply *reply);
     void refundsReplied(Batch *batch, const redisReply *reply);
     void refunded(Call *call, const redisReply *reply);
@@ -161,8 +162,21 @@ private:
     void enqueue(Call *call);
     Call *take(ngx_http_rl_group_t *group);
     void sendBatch(Call *first, bool asking,
-                   CallKind kind = CallKind::Decide);
-    void sendBySlot(CallQueue *q, CallKind kind);
+                   CallKind kind = CallKind::Decide, bool across = false);
+    /* node_batch.cpp: a cluster node's calls of a turn, of one kind:
+     * across slots where the server took the script's flags (learnt
+     * with loadFlags()), else a call per slot */
+    void sendCluster(CallQueue *q, CallKind kind);
+    void loadFlags();
+    /* a call a call across slots did not do: again, on its own slot */
+    void againAlone(Call *call, CallKind kind);
+    /* what a call across slots of the worker's own calls did, when its
+     * reply lists those it did not do (true: the batch is settled) */
+    bool ownAcrossReplied(Batch *batch, const redisReply *reply);
+    /* the call's part (at `at`) says it was not decided */
+    static bool undecided(const redisReply *reply, size_t at,
+                          ngx_uint_t rules);
+    void notHere(ngx_uint_t calls, CallKind kind);
     bool ownedEmpty() const {
         return ownCalls_[0].empty() && ownCalls_[1].empty() &&
                ownCalls_[2].empty();
@@ -228,6 +242,11 @@ private:
     Call *free_ = nullptr;
     Batch *freeBatches_ = nullptr;
     bool evalNext_ = false;     /* Redis lost the script: send its text */
+    bool crossSlot_ = false;    /* the server took the script's flags on
+                                   this connection: calls across slots */
+    bool flagsLogged_ = false;  /* its refusal of them logged */
+    ngx_msec_t notHereAt_[4] = {};  /* calls of a kind not done across
+                                       slots, logged then */
     bool ready_ = false;
     bool stalled_ = false;
     bool down_ = false;         /* an incident is open (and was logged) */

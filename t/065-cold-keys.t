@@ -10,10 +10,16 @@
 #   (c) lease zone: one key, 60 requests: leased (under 20 calls)
 #   (d) both zones: 64 new keys, 32 at a time, so that calls carry
 #       several: one MGET a call, whatever it carries, one SET a key
-# About 2 s.
+#   (e) a 3-master Redis Cluster, 64 new keys each on a slot of its own:
+#       one at a time, 4 commands each, as on one Redis; 32 at a time,
+#       one script call per master and turn (fewer than keys), one MGET
+#       a key (a slot's keys are read by a command of their own) and
+#       one SET: 2 + 2/n commands a key for calls of n (issue 34)
+# About 7 s.
 
 use lib 't/lib';
 use RlTest;
+use RlTest::Cluster;
 
 my $r = start_redis();
 my $ng = start_nginx(redis => $r, workers => 1, config => <<'CONF');
@@ -106,4 +112,66 @@ my @bad = grep { /exited on signal|\[alert\]|\[crit\]|\[emerg\]/ }
           split /\n/, $ng->error_log_text;
 is_deeply(\@bad, [], 'no crash or alert in the error log');
 $ng->stop;
+
+# (e) a Cluster
+{
+    my $c = RlTest::Cluster->new(masters => 3);
+    my @M = $c->masters;
+    my $cn = start_nginx(workers => 1, vars => { Seeds => $c->seeds },
+                         config => <<'CONF');
+    rl_fleet off;
+    rl_zone c cluster=$Seeds;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /c {
+            rl_rule zone=c key=$arg_k rate=1000r/m;
+            empty_gif;
+        }
+    }
+CONF
+    my $cport = $cn->port;
+    ok(wait_until(sub { code_status(http_get($cport, '/c?k=warm'))
+                        eq '200 PASSED' }, timeout => 10),
+       '(e) decisions start');
+    # every command's calls on the three masters since the reset
+    my $all = sub {
+        my %n;
+        for my $m (@M) {
+            for (split /\r?\n/, $m->cli('INFO', 'commandstats')) {
+                $n{$1} += $2 if /^cmdstat_([\w|]+):calls=(\d+)/
+                                && $1 ne 'info' && $1 !~ /^config/;
+            }
+        }
+        return \%n;
+    };
+    my @one = map { $c->value_on(undef, prefix => 'e') } 1 .. 20;
+    $_->cli('CONFIG', 'RESETSTAT') for @M;
+    my %st;
+    $st{ code_status(http_get($cport, "/c?k=$_")) }++ for @one;
+    is_deeply(\%st, { '200 PASSED' => 20 }, '(e) 20 new keys passed');
+    is_deeply($all->(), { map { $_ => 20 } @COMMANDS },
+              '(e) one at a time: EVALSHA, TIME, MGET and SET each')
+        or diag(explain($all->()));
+
+    my @many = map { $c->value_on(undef, prefix => 'p') } 1 .. 64;
+    $_->cli('CONFIG', 'RESETSTAT') for @M;
+    my $file = $cn->dir . '/urls';
+    open my $fh, '>', $file or die "$file: $!";
+    print $fh "url = \"http://127.0.0.1:$cport/c?k=$_\"\n"
+            . "output = \"/dev/null\"\n" for @many;
+    close $fh;
+    my @codes = split /\n/, `curl -s -Z --parallel-max 32 -K '$file' \\
+                              -w '%{http_code}\\n' 2>/dev/null`;
+    is(scalar(grep { $_ == 200 } @codes), 64, '(e) 64 at once passed');
+    my $n = $all->();
+    cmp_ok($n->{evalsha}, '<', 64, "(e) $n->{evalsha} script calls for "
+           . '64 keys of 64 slots: calls across slots');
+    is($n->{time}, $n->{evalsha}, '(e) one TIME a call');
+    is($n->{mget}, 64, '(e) one MGET a key: each its own slot');
+    is($n->{set}, 64, '(e) one SET a key');
+    $cn->stop;
+    $c->stop;
+}
+
 done_testing();

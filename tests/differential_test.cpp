@@ -38,7 +38,19 @@ constexpr uint64_t kDay = 86400 * kSec;
  * state around it: { reply, then per key: DUMP before, the TTL the
  * script set (-1: none), DUMP after }. */
 std::string wrapperText() {
-    return "local real = redis\n"
+    /* across slots (RL_TEST_ACROSS=1): the keys are ARGV's first (the
+     * map last, a byte a key), and the wrapper is the script the call
+     * names, with its flags */
+    std::string keys =
+        acrossSlots()
+            ? "#!lua flags=allow-cross-slot-keys\n"
+              "local KK = {}\n"
+              "for i = 1, 2 * #ARGV[#ARGV] do\n"
+              "    KK[i] = ARGV[i]\n"
+              "end\n"
+            : "local KK = KEYS\n";
+    return keys +
+           "local real = redis\n"
            "local ttl = {}\n"
            "local redis = setmetatable({\n"
            "    call = function(cmd, key, ...)\n"
@@ -60,8 +72,8 @@ std::string wrapperText() {
            "        return real.call(cmd, key, ...)\n"
            "    end }, { __index = real })\n"
            "local before = {}\n"
-           "for i = 1, #KEYS / 2 do\n"
-           "    before[i] = real.call('DUMP', KEYS[i])\n"
+           "for i = 1, #KK / 2 do\n"
+           "    before[i] = real.call('DUMP', KK[i])\n"
            "end\n"
            "local reply = (function()\n" +
            std::string(rl::scriptText()) +
@@ -70,10 +82,10 @@ std::string wrapperText() {
            "    return reply\n"
            "end\n"
            "local out = { reply }\n"
-           "for i = 1, #KEYS / 2 do\n"
+           "for i = 1, #KK / 2 do\n"
            "    out[#out + 1] = before[i] or ''\n"
-           "    out[#out + 1] = ttl[KEYS[i]] or -1\n"
-           "    out[#out + 1] = real.call('DUMP', KEYS[i]) or ''\n"
+           "    out[#out + 1] = ttl[KK[i]] or -1\n"
+           "    out[#out + 1] = real.call('DUMP', KK[i]) or ''\n"
            "end\n"
            "return out\n";
 }

@@ -36,6 +36,21 @@ TEST_F(LuaScript, ScriptLoadAgreesWithScriptSha) {
     EXPECT_EQ(std::string_view(r->str, r->len), rl::scriptSha());
 }
 
+/* The script with its flags (a Cluster node's calls across slots): the
+ * same text after its shebang, another SHA, taken by the server. */
+TEST_F(LuaScript, TheScriptWithItsFlagsLoadsUnderItsOwnSha) {
+    std::string_view text = rl::crossSlotScriptText();
+    std::string_view plain = rl::scriptText();
+    ASSERT_EQ(text.substr(0, 34), "#!lua flags=allow-cross-slot-keys\n");
+    EXPECT_EQ(text.substr(34), plain);
+    EXPECT_NE(rl::crossSlotScriptSha(), rl::scriptSha());
+    ReplyPtr r = command({"SCRIPT", "LOAD", std::string(text)});
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(r->type, REDIS_REPLY_STRING)
+        << std::string(r->str != nullptr ? r->str : "", r->len);
+    EXPECT_EQ(std::string_view(r->str, r->len), rl::crossSlotScriptSha());
+}
+
 TEST_F(LuaScript, EvalshaBeforeLoadIsNoScriptThenWorksAfterEval) {
     command({"SCRIPT", "FLUSH"});
     Rule rule = fixed("10.0.0.1", 5, 10 * kSec);
@@ -785,7 +800,7 @@ TEST_F(LuaScript, RetryAdmitsAndIsTight) {
  * a later one sees what an earlier one counted, a rejected one counts
  * nothing; keys expire on Redis' clock. */
 TEST_F(LuaScript, BatchDecidesInOrderEachOnItsOwnTime) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     Rule g = gcra("10.0.0.9", 1, kSec, 0, 0); /* one per second */
     Rule f = fixed("10.0.0.9", 5, kDay);
     int64_t before = redisTimeUs();
@@ -832,12 +847,14 @@ TEST_F(LuaScript, BatchDecidesInOrderEachOnItsOwnTime) {
 /* A bad request fails the whole call with an error reply, before any
  * write: one cut short, or naming a key or spec the call does not have. */
 TEST_F(LuaScript, BatchWithABadRequestIsAnErrorReply) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     Rule f = fixed("10.0.0.9", 5, kDay);
     std::vector<std::string> good =
         callArgv({{{f}, 0}, {{f}, 0}}, true, false);
-    const size_t head = 5; /* EVALSHA sha 2 key block-key head spec */
-    ASSERT_EQ(good.size(), 7u);
+    /* EVALSHA sha 2 key block-key head spec (across slots: 0 for 2,
+     * and the map last) */
+    const size_t head = headArg(1);
+    ASSERT_EQ(good.size(), head + (acrossSlots() ? 3 : 2));
 
     std::vector<std::string> cut = good;
     cut[head].resize(cut[head].size() - 8);
@@ -865,7 +882,7 @@ TEST_F(LuaScript, BatchWithABadRequestIsAnErrorReply) {
  * limit of three is rejected, the key holds three, and it lives as long
  * as the last TTL set says. */
 TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     Rule s = sliding("10.0.0.7", 3, 10 * kSec);
     Rule f = fixed("10.0.0.8", 5, 10 * kSec);
     command({"CONFIG", "RESETSTAT"});
@@ -878,9 +895,10 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
     EXPECT_TRUE(d[4].allowed);
     EXPECT_EQ(d[2].out[0].remaining, 0);
     EXPECT_EQ(d[4].out[0].remaining, 3); /* f: d[1] and d[4] */
-    /* two keys: read with their blocks (one MGET for the call) and
-     * each written once, whatever the number of requests */
-    EXPECT_EQ(commandCalls("mget"), 1);
+    /* two keys: read with their blocks (one MGET for the call; across
+     * slots, one a slot: theirs are two) and each written once,
+     * whatever the number of requests */
+    EXPECT_EQ(commandCalls("mget"), acrossSlots() ? 2 : 1);
     EXPECT_EQ(commandCalls("get"), 0);
     EXPECT_EQ(commandCalls("set"), 2);
     EXPECT_EQ(state(s).at("c"), "3");
@@ -895,7 +913,7 @@ TEST_F(LuaScript, BatchOnOneKeyReadsAndWritesItOnce) {
  * last request's write says. gcra sets a TTL on every write: after four
  * requests 10 us apart at 10 r/s, the TAT is 0.4 s after the first. */
 TEST_F(LuaScript, BatchOnOneKeyKeepsTheLastWritesTtl) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     Rule g = gcra("10.0.0.6", 10, kSec, 5, 5);
     std::vector<Request> calls{{{g}, -40}, {{g}, -30}, {{g}, -20},
                                {{g}, -10}};
@@ -919,7 +937,7 @@ TEST_F(LuaScript, BatchOnOneKeyKeepsTheLastWritesTtl) {
  * first (0.5 s had the fifth counted, 0.2 s had the third and fourth
  * writes lost their TTL). */
 TEST_F(LuaScript, BatchOfStackedRulesOnOneClient) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     Rule g = gcra("10.0.0.3", 10, kSec, 5, 5);
     Rule s = sliding("10.0.0.3", 4, 10 * kSec);
     command({"CONFIG", "RESETSTAT"});
@@ -948,7 +966,7 @@ TEST_F(LuaScript, BatchOfStackedRulesOnOneClient) {
  * state is the call's own table from the third request) and for stacked
  * rules (whose writes come after every check). */
 TEST_F(LuaScript, ResetWhenAnAdmissionLeavesNothing) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     Rule b = token("10.0.0.6", 3, 60 * kSec, 3);
     std::vector<Request> one{{{b}, -40}, {{b}, -30}, {{b}, -20},
                              {{b}, -10}};
@@ -982,7 +1000,7 @@ TEST_F(LuaScript, ResetWhenAnAdmissionLeavesNothing) {
  * length: a value of 0 to 3 bytes once failed every call on the key (it
  * was taken for the call's own table of numbers). */
 TEST_F(LuaScript, ForeignValuesAreNoState) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     Rule f = fixed("10.0.0.5", 2, kDay);
     for (const std::string& v :
          std::vector<std::string>{"", "x", "abc", "abcd", std::string(40, 'z')}) {
@@ -1033,7 +1051,8 @@ TEST_F(LuaScript, RefundWithABadRequestGivesNothingBack) {
     std::vector<std::string> argv = callArgv(
         {{{f}, static_cast<int64_t>(t)}, {{f}, static_cast<int64_t>(t)}},
         false, true);
-    argv[5].resize(argv[5].size() - 8); /* the second request cut short */
+    /* the second request cut short */
+    argv[headArg(1)].resize(argv[headArg(1)].size() - 8);
     ReplyPtr r = command(argv);
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->type, REDIS_REPLY_ERROR);
@@ -1277,7 +1296,7 @@ TEST_F(LuaScript, OverrideIsReadForEachSpecOfAStateKey) {
  * counted once (ZCOUNT), written once (ZADD of three members, one
  * PEXPIRE); the slots expire a hold after each request's time. */
 TEST_F(LuaScript, ConcurrencyBatchOnOneKey) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     const uint64_t hold = 10 * kSec;
     std::vector<Request> calls;
     for (uint64_t slot = 1; slot <= 5; slot++) {
@@ -1330,7 +1349,7 @@ TEST_F(LuaScript, ConcurrencyBatchOnOneKey) {
  * them back, a hold from its time, and the key expires with them; a
  * slot held later than the renewal's time keeps its own. */
 TEST_F(LuaScript, ConcurrencyRenewalPutsBackLostSlots) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     const uint64_t hold = 10 * kSec;
     uint64_t t = static_cast<uint64_t>(redisTimeUs());
     decide({inflight("lost", 3, hold, 1)}, t);
@@ -1363,7 +1382,7 @@ TEST_F(LuaScript, ConcurrencyRenewalPutsBackLostSlots) {
  * never later. A slot expired by one request's time and not by an
  * earlier one's counts for both. */
 TEST_F(LuaScript, ConcurrencyBatchCountsAtItsEarliestTime) {
-    command({"SCRIPT", "LOAD", std::string(rl::scriptText())});
+    command({"SCRIPT", "LOAD", scriptOf(false)});
     const uint64_t hold = kSec;
     int64_t t = static_cast<int64_t>(windowStart(kDay)) + 7;
     /* two slots held, one ending at t + 1 s, the other at t + 3 s */
@@ -1402,8 +1421,12 @@ TEST_F(LuaScript, ChargesOfOneCallAddUp) {
     ReplyPtr r = command(callArgv(calls, false, false, {},
                                   rl::CallKind::Charge));
     ASSERT_EQ(r->type, REDIS_REPLY_INTEGER);
-    EXPECT_EQ(commandCalls("mget"), 2);     /* each key once, with its */
-    EXPECT_EQ(commandCalls("set"), 2);      /* override, and written once */
+    /* each key once, with its override (across slots: each slot once,
+     * before anything is written; theirs is one) */
+    EXPECT_EQ(commandCalls("mget"),
+              acrossSlots() && rl::keySlot(f.key) == rl::keySlot(t.key)
+                  ? 1 : 2);
+    EXPECT_EQ(commandCalls("set"), 2);      /* and written once */
     EXPECT_EQ(commandCalls("get"), 0);
     EXPECT_EQ(state(f).at("c"), "48");
     EXPECT_EQ(probe({t}, 0).out[0].remaining, 100 - 1 - 47 - 1);

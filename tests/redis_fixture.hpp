@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cluster.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
 #include "core/state_key.hpp"
@@ -123,9 +124,34 @@ inline std::string describe(const Decision& d) {
     return s.str();
 }
 
+/* RL_TEST_ACROSS=1 (a second run of the script's tests, CMakeLists.txt):
+ * every call is sent as a Cluster node's call across slots is (the
+ * script with its flags, no key declared, the map of the keys' slots
+ * last: src/core/script.hpp), on the same server; the script must
+ * decide, reply and write as it does for declared keys. */
+inline bool acrossSlots() {
+    static const bool on = [] {
+        const char* v = std::getenv("RL_TEST_ACROSS");
+        return v != nullptr && std::string_view(v) == "1";
+    }();
+    return on;
+}
+
+/* The script a call names (its text for EVAL, else its SHA). */
+inline std::string scriptOf(bool sha) {
+    if (acrossSlots()) {
+        return std::string(sha ? rl::crossSlotScriptSha()
+                               : rl::crossSlotScriptText());
+    }
+    return std::string(sha ? rl::scriptSha() : rl::scriptText());
+}
+
 class ScriptFixture : public testing::Test {
 protected:
-    static void SetUpTestSuite() {
+    static void SetUpTestSuite() { startServer({}); }
+
+    /* redis-server with these arguments besides the fixture's own */
+    static void startServer(const std::vector<std::string>& extra) {
         std::string server = findInPath("redis-server");
         if (server.empty()) {
             missing_ = true;
@@ -146,6 +172,7 @@ protected:
             "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
             "--dir", dir_, "--daemonize", "no", "--loglevel", "warning",
             "--logfile", ""};
+        args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (std::string& a : args) {
             argv.push_back(a.data());
@@ -290,11 +317,14 @@ protected:
     using Request = std::pair<std::vector<Rule>, int64_t>;
 
     /* The argument vector of a call of these requests, keys (then their
-     * block keys) and specs each once, as the module makes it. */
+     * block keys) and specs each once, as the module makes it; across
+     * slots (RL_TEST_ACROSS=1, or `across`) as a Cluster node's call of
+     * several slots is made, its keys by slot. */
     static std::vector<std::string> callArgv(
         const std::vector<Request>& requests, bool sha, bool refund,
         const std::vector<uint64_t>& asks = {},
-        rl::CallKind kind = rl::CallKind::Decide) {
+        rl::CallKind kind = rl::CallKind::Decide, bool across = false) {
+        across = across || acrossSlots();
         if (refund && kind == rl::CallKind::Decide) {
             kind = rl::CallKind::Refund;
         }
@@ -308,6 +338,33 @@ protected:
             }
             return it->second;
         };
+        std::string map;
+        if (across) {
+            /* the keys first, then a slot's keys together (the slots
+             * in the order they come, each slot's keys in theirs),
+             * the map a byte a key: 1 where a slot starts */
+            for (const auto& q : requests) {
+                for (const Rule& r : q.first) {
+                    index(keyIndex, keys, r.key);
+                }
+            }
+            std::map<uint16_t, size_t> rank;
+            for (const std::string& k : keys) {
+                rank.emplace(rl::keySlot(k), rank.size());
+            }
+            std::stable_sort(keys.begin(), keys.end(),
+                             [&](const std::string& a, const std::string& b) {
+                                 return rank[rl::keySlot(a)] <
+                                        rank[rl::keySlot(b)];
+                             });
+            keyIndex.clear();
+            for (size_t i = 0; i < keys.size(); i++) {
+                keyIndex[keys[i]] = i + 1;
+                bool first = i == 0 ||
+                             rl::keySlot(keys[i]) != rl::keySlot(keys[i - 1]);
+                map.push_back(first ? '\1' : '\0');
+            }
+        }
         std::string head;
         size_t q = 0;
         for (const auto& [rules, t] : requests) {
@@ -339,10 +396,16 @@ protected:
             }
             head += part;
         }
-        std::vector<std::string> argv{
-            sha ? "EVALSHA" : "EVAL",
-            std::string(sha ? rl::scriptSha() : rl::scriptText()),
-            std::to_string(2 * keys.size())};
+        std::vector<std::string> argv{sha ? "EVALSHA" : "EVAL"};
+        if (across) {
+            argv.push_back(std::string(sha ? rl::crossSlotScriptSha()
+                                           : rl::crossSlotScriptText()));
+            argv.push_back("0");
+        } else {
+            argv.push_back(std::string(sha ? rl::scriptSha()
+                                           : rl::scriptText()));
+            argv.push_back(std::to_string(2 * keys.size()));
+        }
         argv.insert(argv.end(), keys.begin(), keys.end());
         for (const std::string& key : keys) {
             argv.push_back(key.substr(0, rl::blockKeyLength(key.size())));
@@ -352,8 +415,14 @@ protected:
         if (kind != rl::CallKind::Decide) {
             argv.emplace_back(rl::callWord(kind));
         }
+        if (across) {
+            argv.push_back(map);
+        }
         return argv;
     }
+
+    /* Where a call's head is among its arguments, for `keys` keys. */
+    static size_t headArg(size_t keys) { return 3 + 2 * keys; }
 
     /* The argument vector of one request's call, as strings. */
     static std::vector<std::string> argvOf(const std::vector<Rule>& rules,

@@ -8,9 +8,23 @@
 
 namespace rl {
 
+namespace {
+
+/* The script once, its flags' shebang first: scriptText() is the text
+ * after it. */
+constexpr char kShebang[] = "#!lua flags=allow-cross-slot-keys\n";
+constexpr char kFlagged[] = "#!lua flags=allow-cross-slot-keys\n"
+                            NGX_HTTP_RL_SCRIPT;
+
+}  // namespace
+
 std::string_view scriptText() {
-    static constexpr char kText[] = NGX_HTTP_RL_SCRIPT;
-    return {kText, sizeof(kText) - 1};
+    return {kFlagged + sizeof(kShebang) - 1,
+            sizeof(kFlagged) - sizeof(kShebang)};
+}
+
+std::string_view crossSlotScriptText() {
+    return {kFlagged, sizeof(kFlagged) - 1};
 }
 
 std::string_view apiScriptText() {
@@ -28,6 +42,14 @@ std::string_view scriptSha() {
     static const struct Hex {
         char text[40];
         Hex() { toHex(sha1(scriptText()), text, 40); }
+    } hex;
+    return {hex.text, 40};
+}
+
+std::string_view crossSlotScriptSha() {
+    static const struct Hex {
+        char text[40];
+        Hex() { toHex(sha1(crossSlotScriptText()), text, 40); }
     } hex;
     return {hex.text, 40};
 }

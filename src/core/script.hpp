@@ -4,6 +4,12 @@
  *
  *   EVALSHA sha 2k key_1..key_k blk_1..blk_k head spec_1..spec_s [refund]
  *
+ * or, a Cluster node's call across slots (crossSlotScriptSha(), no key
+ * declared, the map of the keys' slots last: a byte a key, 1 where a
+ * slot's keys start):
+ *
+ *   EVALSHA sha 0 key_1..key_k blk_1..blk_k head specs [refund] map
+ *
  * - key_i: the call's state keys, each once; blk_i: key_i's block key
  *   PREFIX{VALUE} (state_key.hpp blockKeyLength: its first bytes), where
  *   a manual block or an override of its key value lives. A decision
@@ -53,6 +59,20 @@ std::string_view scriptText();
 
 /* 40 lowercase hex digits, computed once. */
 std::string_view scriptSha();
+
+/* The same script with the shebang '#!lua flags=allow-cross-slot-keys'
+ * (another text, another SHA): on a Redis Cluster node that takes it
+ * (Redis 7.0 and later, Valkey), one call may touch keys of several of
+ * the node's slots, which lua/rl.lua's calls across slots do (no key
+ * declared: Redis refuses declared keys of several slots whatever the
+ * flags). A server that knows no shebang refuses the text: its calls
+ * stay one slot each, with scriptText(). The flags change nothing else
+ * the script does: it writes (no no-writes flag), so a node over its
+ * maxmemory refuses the whole call with OOM before it runs (where the
+ * script without flags fails at its first write), and it touches only
+ * keys it is given. */
+std::string_view crossSlotScriptText();
+std::string_view crossSlotScriptSha();
 
 /* The operator API's script (lua/api.lua), sent with EVAL. */
 std::string_view apiScriptText();
