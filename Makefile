@@ -117,10 +117,10 @@ endif
 T       ?= t
 
 SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
-                             src/core/*.cpp src/core/*.hpp)
+                             src/*/*.c src/*/*.h src/*/*.cpp src/*/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
-PAGE    := src/dashboard/embed.sh $(wildcard src/dashboard/*.html \
-             src/dashboard/*.css src/dashboard/*.js)
+PAGE    := src/api/dashboard/embed.sh $(wildcard src/api/dashboard/*.html \
+             src/api/dashboard/*.css src/api/dashboard/*.js)
 
 .PHONY: all deps test-deps module unit unit-build integration test \
         test-nginx fuzz run stop clean deb docs screenshot server sources
@@ -150,7 +150,7 @@ $(SCRIPT_H): $(SCRIPTS) $(MODULE_DIR)/Makefile
 	sh $(LUA)/embed.sh $(LUA) > $@
 
 $(PAGE_H): $(PAGE) $(MODULE_DIR)/Makefile
-	sh src/dashboard/embed.sh src/dashboard/index.html > $@
+	sh src/api/dashboard/embed.sh src/api/dashboard/index.html > $@
 
 $(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(PAGE_H) $(SOURCES)
 	$(MAKE) -f $(MODULE_DIR)/Makefile -C $(NGX_SRC) modules

@@ -18,7 +18,7 @@
  *   concurrency     a = entries of the log in use, two per slot held
  *                   (its expiry in us, its id), in no order; b = 0 (the
  *                   log's head, so that a ring copied for another N
- *                   keeps whole slots, src/shm_store.cpp)
+ *                   keeps whole slots, src/shm/store.cpp)
  *
  * A clock that goes backwards (now before the state's own time) counts
  * as no time passing: windows and the log decide as at their latest
