@@ -153,14 +153,27 @@ Cluster::Node *Cluster::node(const Redirect &to, Link *from) {
     return n;
 }
 
+/* A slot's master; before a map is read (a worker's first moments), a
+ * seed that can take calls: they wait there for its handshake, as a
+ * single Redis's wait for its connection, and a MOVED sends them on (and
+ * maps the slot). Once a map is read, a slot it leaves unknown gets the
+ * failure policy. */
 Link *Cluster::route(ngx_uint_t slot) {
     ngx_uint_t i = slots_[slot];
-    if (i == 0) {
-        stale_ = true;
-        refresh(false);
+    if (i != 0) {
+        return nodes_[i - 1]->link;
+    }
+    stale_ = true;
+    refresh(false);
+    if (known_) {
         return nullptr;
     }
-    return nodes_[i - 1]->link;
+    for (ngx_uint_t k = 0; k < nnodes_; k++) {
+        if (nodes_[k]->seed && nodes_[k]->link->usable()) {
+            return nodes_[k]->link;
+        }
+    }
+    return nullptr;
 }
 
 /* CLUSTER SLOTS, to a node whose connection is ready (a master first,

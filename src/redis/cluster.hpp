@@ -1,6 +1,7 @@
 /* A Redis Cluster zone's store, per worker: its slot map, learned with
  * CLUSTER SLOTS from the seeds or any node, and a link per master node
- * (src/redis/link.hpp). A call goes to the link of its slot's master; a
+ * (src/redis/link.hpp). A call goes to the link of its slot's master
+ * (before a map is read, to a seed's, which waits for its handshake); a
  * MOVED reply updates that slot and sends the call on, an ASK reply
  * sends it once with ASKING. The map is asked again on MOVED, on an
  * unknown slot and, every second, while a master is unreachable (until
