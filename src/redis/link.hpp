@@ -1,9 +1,10 @@
 /* A Redis zone's store, per worker (src/redis/stores.cpp): one
- * pipelined hiredis connection (a Link, src/redis/link.cpp) per Redis
- * server, or a cluster's links and slot map (src/redis/cluster.cpp). A
- * request's group asks the store for the link that serves its slot, and
- * sends its call there. Where a link connects to, its Locator says
- * (src/redis/locator.hpp). */
+ * pipelined hiredis connection (a Link: src/redis/connection.cpp makes
+ * and keeps its connection, src/redis/link.cpp is its pipeline) per
+ * Redis server, or a cluster's links and slot map
+ * (src/redis/cluster.cpp). A request's group asks the store for the
+ * link that serves its slot, and sends its call there. Where a link
+ * connects to, its Locator says (src/redis/locator.hpp). */
 #pragma once
 
 #include "batch.hpp"

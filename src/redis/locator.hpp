@@ -4,7 +4,8 @@
  * a cluster slot's node (redis/cluster.cpp). A link asks its locator
  * where its server is each time it connects, and the locator tells it
  * when the server moved; the link itself only connects, does the
- * handshake and pipelines calls (redis/link.cpp). */
+ * handshake (redis/connection.cpp) and pipelines calls
+ * (redis/link.cpp). */
 #pragma once
 
 #include "name_lookup.hpp"
