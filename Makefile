@@ -117,9 +117,10 @@ endif
 T       ?= t
 
 SOURCES := config $(wildcard src/*.c src/*.h src/*.cpp src/*.hpp \
-                             src/core/*.cpp src/core/*.hpp)
+                             src/*/*.c src/*/*.h src/*/*.cpp src/*/*.hpp)
 SCRIPTS := $(LUA)/embed.sh $(wildcard $(LUA)/*.lua)
-PAGE    := src/dashboard/embed.sh src/dashboard/index.html
+PAGE    := src/api/dashboard/embed.sh $(wildcard src/api/dashboard/*.html \
+             src/api/dashboard/*.css src/api/dashboard/*.js)
 
 .PHONY: all deps test-deps module unit unit-build integration test \
         test-nginx fuzz run stop clean deb docs screenshot server sources
@@ -132,8 +133,8 @@ all: module unit-build
 deps:
 	@.ci/install-deps run
 
-test-deps:
-	@.ci/install-deps run test
+test-deps: deps
+	@.ci/install-deps test
 
 # Debian's way (libnginx-mod-*): configure the packaged nginx source
 # with the flags nginx was built with, then build only the modules.
@@ -149,7 +150,7 @@ $(SCRIPT_H): $(SCRIPTS) $(MODULE_DIR)/Makefile
 	sh $(LUA)/embed.sh $(LUA) > $@
 
 $(PAGE_H): $(PAGE) $(MODULE_DIR)/Makefile
-	sh src/dashboard/embed.sh src/dashboard/index.html > $@
+	sh src/api/dashboard/embed.sh src/api/dashboard/index.html > $@
 
 $(MODULE): $(MODULE_DIR)/Makefile $(SCRIPT_H) $(PAGE_H) $(SOURCES)
 	$(MAKE) -f $(MODULE_DIR)/Makefile -C $(NGX_SRC) modules
@@ -184,14 +185,14 @@ san_reset = :
 san_check = :
 endif
 
-test-nginx: module $(SERVER_BIN)
-	@.ci/install-deps run test test-nginx
+test-nginx: test-deps module $(SERVER_BIN)
+	@.ci/install-deps test-nginx
 	RL_MODULE=$(MODULE) BUILD=$(BUILD) t/nginx-suite
 
 FUZZ_SECONDS ?= 60
 FUZZ_ROUNDS  ?= 1000
-fuzz: module
-	@.ci/install-deps run test fuzz
+fuzz: test-deps module
+	@.ci/install-deps fuzz
 	BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
 	RL_MODULE=$(MODULE) RL_FUZZ_ROUNDS=$(FUZZ_ROUNDS) \
 	    prove t/048-random-replies.t

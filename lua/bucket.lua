@@ -59,7 +59,7 @@ end
 -- in_units(x, u, w, up) -> the stored figure x, in units u, in this
 -- rule's units w: after N changed, whole requests, rounded down (tokens)
 -- or up (a level, up = true): what is used is kept, in requests
--- (src/core/algorithm.cpp inUnits)
+-- (src/core/meters.cpp inUnits)
 local function in_units(x, u, w, up)
     if u == nil or u <= 0 or u == w or x <= 0 then
         return x
@@ -78,7 +78,7 @@ end
 -- level_figures(level, need, full, k, cost, n, w, burst, delay)
 --   -> ok, left, reset, retry, delay_us
 -- the figures of leaky_bucket and gcra (the same meter) for `level`
--- units queued at now (src/core/algorithm.cpp levelCheck). A cost above
+-- units queued at now (src/core/meters.cpp levelCheck). A cost above
 -- the capacity k never fits.
 -- (on the admit path, floor(x) is x - x % 1 and ceil(x) is -(y - y % 1)
 -- with y = -x: no C call, see lua/meter.lua)

@@ -14,7 +14,7 @@
 --   eviction, expired while Redis was out of reach) is put back by its
 --   next renewal: the module renews every hold/3, and at once when its
 --   connection is made again. A renewal never follows its slot's
---   release (src/inflight.cpp): it would put back a slot no request
+--   release (src/http/inflight.cpp): it would put back a slot no request
 --   holds, for H.
 -- check(key, now_us, limit, hold_us, burst, cost, delay, slot)
 --     -> ok, left, reset, retry, delay, the TTL in us, what commit needs:

@@ -58,7 +58,7 @@
 -- number about as much again.
 --
 -- A call across slots (a Redis Cluster node's requests of several
--- slots in one call, src/batch.hpp): no key declared, the arguments
+-- slots in one call, src/redis/batch.hpp): no key declared, the arguments
 -- above, KEYS' then ARGV's, and the map last:
 --   EVALSHA sha 0 key_1..key_k blk_1..blk_k head specs [refund] map
 -- Redis refuses a call whose declared keys are of several slots

@@ -9,7 +9,7 @@
 -- check(key, now_us, limit, window_us, burst, cost, delay)
 --     -> ok, left, reset, retry, delay, the state's TTL in us, the
 --        numbers of the state to write:
---   est    p * (W - elapsed) / W + c, in doubles (src/core/algorithm.cpp
+--   est    p * (W - elapsed) / W + c, in doubles (src/core/windows.cpp
 --          computes it in the same order, so both round alike)
 --   ok     est + C <= N
 --   left   floor(N - est)

@@ -14,7 +14,7 @@ inline int64_t monotonicUs() {
 }
 
 /* Wall time: read once, when an embedded zone is made, to align its
- * windows to the epoch (src/shm_store.cpp); its decisions then run on
+ * windows to the epoch (src/shm/store.cpp); its decisions then run on
  * the monotonic clock, which no step of the wall clock moves. */
 inline int64_t realtimeUs() {
     struct timespec ts;

@@ -11,5 +11,4 @@ extern "C" {
 #include <hiredis/async.h>
 
 #include "ngx_http_rl.h"
-#include "ngx_http_rl_hiredis.h"
 }

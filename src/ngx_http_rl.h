@@ -1,6 +1,6 @@
 /*
  * ngx_http_rl_module: types shared by the C shim and the C++ parts that
- * meet nginx (redis_link.cpp, request.cpp).
+ * meet nginx (redis/link.cpp, request.cpp).
  */
 
 #ifndef NGX_HTTP_RL_H_INCLUDED_
@@ -54,7 +54,7 @@
 /* a group's script call: its rules' records, then its trials' */
 #define ngx_http_rl_records(g)          ((g)->nrules + (g)->ntrials)
 
-/* longest zone or rule name: a label of the metrics (src/metrics.cpp),
+/* longest zone or rule name: a label of the metrics (src/http/metrics.cpp),
  * which keep this many bytes of each */
 #define NGX_HTTP_RL_MAX_NAME            120
 #define NGX_HTTP_RL_MAX_COST            1000000
@@ -103,7 +103,7 @@ typedef struct {
     ngx_atomic_t                outcomes[NGX_HTTP_RL_OUTCOMES];
     ngx_atomic_t                usage[NGX_HTTP_RL_USAGE_BUCKETS];
     ngx_atomic_t                usage_sum;  /* thousandths */
-    /* in-flight limits and charges (src/inflight.cpp, src/charges.cpp) */
+    /* in-flight limits and charges (src/http/inflight.cpp, src/http/charges.cpp) */
     ngx_atomic_t                inflight;   /* rl_inflight: slots held */
     ngx_atomic_t                charges[NGX_HTTP_RL_CHARGE_RESULTS];
     ngx_atomic_t                charge_warned; /* minute of the last warn */
@@ -123,7 +123,7 @@ typedef struct {
 } ngx_http_rl_server_t;
 
 
-/* A zone's TLS to Redis (redis_tls.cpp): every node of the zone. */
+/* A zone's TLS to Redis (redis/tls.cpp): every node of the zone. */
 typedef struct {
     ngx_flag_t                  enabled;    /* "tls" */
     ngx_flag_t                  verify;     /* chain and name checked */
@@ -159,7 +159,7 @@ typedef struct {
     ngx_msec_t                  connect_timeout;
     ngx_http_rl_tls_t           tls;
     ngx_uint_t                  failure;
-    ngx_msec_t                  lease;      /* 0: none (src/lease.cpp) */
+    ngx_msec_t                  lease;      /* 0: none (src/shm/lease.cpp) */
     uint32_t                    lease_crc;  /* the zone, across reloads */
     ngx_uint_t                  index;
     ngx_uint_t                  declared;   /* 0: only referenced so far */
@@ -180,7 +180,7 @@ typedef struct {
     ngx_str_t                   name;
     ngx_uint_t                  algorithm;  /* rl::Algorithm; for
                                                concurrency=N (SPEC 9,
-                                               src/inflight.cpp) limit is
+                                               src/http/inflight.cpp) limit is
                                                N, window_us the hold= */
     uint64_t                    limit;
     ngx_str_t                   limit_text; /* in decimal, for headers */
@@ -191,7 +191,7 @@ typedef struct {
     uint64_t                    cost;       /* when constant */
     ngx_http_complex_value_t   *cost_cv;    /* cost=$variable */
     ngx_http_complex_value_t   *charge_cv;  /* charge=, or NULL
-                                               (src/charges.cpp) */
+                                               (src/http/charges.cpp) */
     ngx_uint_t                  dry_run;
     uint32_t                    config_crc; /* of the script arguments */
     ngx_http_rl_rule_stats_t   *stats;      /* in the metrics zone */
@@ -322,7 +322,7 @@ struct ngx_http_rl_group_s {
     void                       *hold;       /* the slots it holds while the
                                                request runs (inflight.cpp) */
     /* a call of the worker's own (ctx NULL, not a lease's) was answered:
-     * retry is NGX_HTTP_RL_RETRY_* (src/owned_call.hpp) */
+     * retry is NGX_HTTP_RL_RETRY_* (src/redis/owned_call.hpp) */
     void                      (*owned_done)(ngx_http_rl_group_t *group,
                                             int retry);
     unsigned                    done:1;
@@ -474,9 +474,19 @@ size_t ngx_http_rl_live_size(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_live_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     RL_NOEXCEPT;
 
-/* ngx_http_rl_directives.c */
+/* ngx_http_rl_zone_conf.c: rl_zone; a zone by its name, made when first
+ * met (declared later) */
 char *ngx_http_rl_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_http_rl_zone_t *ngx_http_rl_find_zone(ngx_conf_t *cf, ngx_str_t *name);
+
+/* ngx_http_rl_rule_conf.c: rl_rule */
 char *ngx_http_rl_rule(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+
+/* ngx_http_rl_directives.c: what the parsers share (a parameter of
+ * value[first..] given again at value[i]: logged), and the plain
+ * directives */
+ngx_int_t ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t first, ngx_uint_t i);
 char *ngx_http_rl_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
@@ -488,9 +498,9 @@ void ngx_http_rl_header_filter_init(void);
 ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r, const char *name,
     size_t len, ngx_str_t *value);
 
-/* redis_stores.cpp: per worker, a store per Redis zone (one connection
- * per server, or a cluster's: redis_cluster.cpp), and the link
- * (connection, redis_link.cpp) that serves a slot of it */
+/* redis/stores.cpp: per worker, a store per Redis zone (one connection
+ * per server, or a cluster's: redis/cluster.cpp), and the link
+ * (connection, redis/link.cpp) that serves a slot of it */
 ngx_int_t ngx_http_rl_stores_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_stores_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
@@ -509,12 +519,12 @@ ngx_http_rl_call_t *ngx_http_rl_link_refund(ngx_http_rl_link_t *link,
     ngx_http_rl_group_t *group, ngx_uint_t asking, ngx_uint_t argc,
     const char **argv, const size_t *argvlen) RL_NOEXCEPT;
 
-/* redis_tls.cpp: the zone's TLS context, made now (its files read,
+/* redis/tls.cpp: the zone's TLS context, made now (its files read,
  * their errors named, as nginx -t shows), freed with cf->pool */
 char *ngx_http_rl_tls_conf(ngx_conf_t *cf, ngx_http_rl_zone_t *zone)
     RL_NOEXCEPT;
 
-/* shm_store.cpp: the embedded store in shared memory */
+/* shm/store.cpp: the embedded store in shared memory */
 ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *group) RL_NOEXCEPT;
@@ -606,7 +616,7 @@ void ngx_http_rl_leases_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
  * hold going back: an operator changed it (rl_api) */
 void ngx_http_rl_lease_forget(ngx_http_rl_main_conf_t *rmcf,
     const ngx_str_t *block) RL_NOEXCEPT;
-/* redis_stores.cpp: writes what the links have queued, now (worker
+/* redis/stores.cpp: writes what the links have queued, now (worker
  * exit) */
 void ngx_http_rl_stores_write(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 

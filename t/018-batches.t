@@ -1,5 +1,5 @@
 # Batches: the requests a worker sends one zone during one turn of its
-# event loop leave as one script call (src/batch.cpp). Concurrent
+# event loop leave as one script call (src/redis/batch.cpp). Concurrent
 # requests therefore take fewer EVALSHA calls than there are requests,
 # and a batch changes no decision: requests on one key in one call are
 # decided one after the other, each atomically, so exactly N pass.

@@ -303,7 +303,7 @@ for my $i (0 .. 2) {
 }
 
 # many slots in one turn: a flush puts each call in its slot's batch in
-# one pass (src/batch.cpp SlotBuckets), each slot's calls in order
+# one pass (src/redis/batch.cpp SlotBuckets), each slot's calls in order
 my @many = map { "m$_" } 1 .. 30;
 @paths = map { my $v = $_; map { "/fwa?k=$v" } 1 .. 7 } @many;
 @res = http_parallel($port, \@paths, concurrency => 70, full => 1);

@@ -1,5 +1,5 @@
 # The lease table full: a flood of new keys fills its 16 MB (zone
-# rl_leases_2, src/lease.cpp) faster than idle entries are freed (an
+# rl_leases_2, src/shm/lease.cpp) faster than idle entries are freed (an
 # entry is idle after two lease= periods), so the least recently used
 # entries make room. What must hold then: hot keys keep their leases,
 # a key that turns hot after the flood gets one, and nothing leaks:

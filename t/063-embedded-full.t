@@ -1,4 +1,4 @@
-# The embedded store when its zone is full (src/shm_store.cpp).
+# The embedded store when its zone is full (src/shm/store.cpp).
 #
 # 1. The issue's case: a 1 MB zone holds 2000 exhausted keys of a small
 #    rule; 300 new keys of a sliding_log of 4000 (32 KB a state, whole

@@ -1,5 +1,5 @@
 # The embedded store never forgets a state that holds slots to make room
-# (SPEC section 9; src/shm_store.cpp), against a real upstream that
+# (SPEC section 9; src/shm/store.cpp), against a real upstream that
 # counts requests in flight (t/lib/upstream.py).
 #
 # 1. The reviewer's case: a 32k zone, one request of key VIP holding

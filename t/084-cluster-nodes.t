@@ -1,5 +1,5 @@
 # A Redis Cluster node's calls of a turn as one call across slots
-# (src/node_batch.cpp), and a slot migrating while they run.
+# (src/redis/node_batch.cpp), and a slot migrating while they run.
 #
 # On a server that takes the script's flags (Redis 7.0 and later, Valkey)
 # the requests of one turn on one node leave as one script call, whatever

@@ -1,5 +1,5 @@
 # A Redis Cluster zone's first requests, before a worker knows the slot
-# map (src/redis_cluster.cpp, route): they wait for a seed's connection,
+# map (src/redis/cluster.cpp, route): they wait for a seed's connection,
 # as a single Redis's first requests wait for theirs, and a MOVED sends
 # them to their slot's master; they do not get the failure policy while
 # the map is still being asked. (Seen under load: nginx's first requests

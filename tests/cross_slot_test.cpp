@@ -1,4 +1,4 @@
-/* A Redis Cluster node's call across slots (lua/rl.lua, src/node_batch.cpp)
+/* A Redis Cluster node's call across slots (lua/rl.lua, src/redis/node_batch.cpp)
  * on a real node: a redis-server with cluster-enabled that serves half
  * the slots (0-8191; cluster-require-full-coverage no), so that a call
  * may carry requests of slots the node does not serve, as one does when

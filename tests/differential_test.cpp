@@ -521,7 +521,7 @@ TEST_F(Differential, SixAlgorithmsStacked) {
 }
 
 /* N changes (a reload), the state stays: the meters read it as whole
- * requests in the new units (src/core/algorithm.cpp inUnits), both
+ * requests in the new units (src/core/meters.cpp inUnits), both
  * sides alike; gcra keeps a time. */
 TEST_F(Differential, MetersWhenNChanges) {
     for (uint64_t from : {100u, 99u, 7u}) {

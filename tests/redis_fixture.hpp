@@ -465,7 +465,7 @@ protected:
 
     /* The overrides' limits of a call's rules [from, from + n) and its
      * lease's grant from its reply's trailer, after `parts` bytes of
-     * parts, as the module reads them (src/redis_link.cpp), into d;
+     * parts, as the module reads them (src/redis/link.cpp), into d;
      * *next as rl::trailerFor() keeps it. */
     static void readTrailer(const redisReply* reply, size_t parts,
                             size_t rules, size_t* next, size_t from,

@@ -47,7 +47,7 @@ inline constexpr size_t kFiguresPerRule = 3;
 inline constexpr size_t kClockBytes = 8;
 
 /* Figures, and bytes, of one request's part of the reply. A call
- * carrying several requests (a batch, src/batch.cpp) replies with the
+ * carrying several requests (a batch, src/redis/batch.cpp) replies with the
  * clock, then their parts one after the other, each decoded on its own
  * (replyPart()). */
 constexpr size_t replyLength(size_t rules) { return kFiguresPerRule * rules; }

@@ -4,7 +4,7 @@
  * 0 (a request's rule count is a small number in the head, lua/rl.lua),
  * however many states the name has: rules of one name written in many
  * places with other windows or keys have one each. Pure: the nginx side
- * (src/api_keys.cpp) sends the call and hands the reply here. */
+ * (src/api/keys.cpp) sends the call and hands the reply here. */
 #pragma once
 
 #include <cstddef>

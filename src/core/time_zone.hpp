@@ -5,7 +5,7 @@
  * the daylight-saving flag changes, then its POSIX TZ string (the
  * file's footer, "CET-1CEST,M3.5.0,M10.5.0/3") for the times past the
  * last transition. Pure: the nginx side reads the file
- * (src/calendar_conf.cpp); nothing here allocates after parsing.
+ * (src/http/calendar_conf.cpp); nothing here allocates after parsing.
  * Offsets are seconds east of UTC (local = UTC + offset); times are
  * seconds since the epoch, UTC. */
 #pragma once

@@ -1,5 +1,5 @@
-/* The script's reply as the module reads it (src/redis_link.cpp
- * Link::onReply, src/batch.cpp replyPart): Redis' clock, each call's
+/* The script's reply as the module reads it (src/redis/link.cpp
+ * Link::onReply, src/redis/batch.cpp replyPart): Redis' clock, each call's
  * part, the trailer of overrides and lease grants; then each part decoded with what the
  * call asked (src/core/reply.cpp). The input picks the batch's shape
  * (calls, rules, costs, dry runs), then gives the reply: RESP through

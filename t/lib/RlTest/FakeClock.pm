@@ -14,7 +14,7 @@ package RlTest::FakeClock;
 # A set is an offset from the real clock, written to a file every faked
 # call reads again (FAKETIME_NO_CACHE): nginx's clock runs on from the
 # time set. An embedded zone reads the wall clock once, when its shared
-# memory is made (src/shm_store.cpp): a test of one sets the time before
+# memory is made (src/shm/store.cpp): a test of one sets the time before
 # starting nginx.
 
 use strict;

@@ -1,0 +1,113 @@
+/*
+ * owned_call.cpp: a worker's own calls (see owned_call.hpp): made from a
+ * request's group, sent with the others of their kind, sent again once.
+ */
+
+#include "owned_call.hpp"
+
+#include "clock.hpp"
+#include "link.hpp"
+
+namespace rl {
+
+OwnedCall *makeOwned(size_t size, const ngx_http_rl_group_t *g,
+                     const ngx_uint_t *rules, ngx_uint_t n,
+                     void (*done)(ngx_http_rl_group_t *, int),
+                     ngx_log_t *log) {
+    ngx_http_rl_ctx_t *ctx = g->ctx;
+    auto *all = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    const ngx_str_t &prefix = g->zone->prefix;
+    size = ngx_align(size, sizeof(void *));
+    size_t block = size +
+                   n * (sizeof(ngx_str_t) + sizeof(ngx_str_t *) +
+                        sizeof(uint64_t) + 3 * sizeof(int64_t) +
+                        sizeof(ngx_http_rl_rule_t *) + prefix.len +
+                        RL_STATE_KEY_MAX);
+    auto *c = static_cast<OwnedCall *>(ngx_alloc(block, log));
+    if (c == nullptr) {
+        return nullptr;
+    }
+    ngx_memzero(c, size);
+    auto *keys = reinterpret_cast<ngx_str_t *>(
+        reinterpret_cast<u_char *>(c) + size);
+    auto **specs = reinterpret_cast<ngx_str_t **>(keys + n);
+    auto *costs = reinterpret_cast<uint64_t *>(specs + n);
+    auto *bounds = reinterpret_cast<int64_t *>(costs + n);
+    c->rules = reinterpret_cast<ngx_http_rl_rule_t **>(bounds + 3 * n);
+    auto *text = reinterpret_cast<char *>(c->rules + n);
+    for (ngx_uint_t k = 0; k < n; k++) {
+        ngx_http_rl_rule_t *rule = &all[rules[k]];
+        const ngx_str_t &v = ctx->values[rules[k]];
+        char *end = rl_state_key_write(
+            text, reinterpret_cast<char *>(prefix.data), prefix.len,
+            reinterpret_cast<char *>(v.data), v.len, rule->id);
+        keys[k] = {static_cast<size_t>(end - text),
+                   reinterpret_cast<u_char *>(text)};
+        text = end;
+        specs[k] = &rule->spec;
+        costs[k] = 0;
+        c->rules[k] = rule;
+        /* a calendar rule: the request's period (a charge at its end
+         * falls in it, or in the next one: the bounds hold both) */
+        for (ngx_uint_t j = 0; j < g->nrules; j++) {
+            if (g->rules[j] == rules[k] && ((g->calendar >> j) & 1)) {
+                ngx_memcpy(&bounds[3 * k], &g->bounds[3 * j],
+                           3 * sizeof(int64_t));
+                c->group.calendar |= uint64_t(1) << k;
+            }
+        }
+    }
+    c->group.bounds = bounds;
+    c->group.zone = g->zone;
+    c->group.slot = g->slot;
+    c->group.nrules = n;
+    c->group.keys = keys;
+    c->group.specs = specs;
+    c->group.costs = costs;
+    c->group.slot_id = g->slot_id;
+    c->group.owned_done = done;
+    return c;
+}
+
+ngx_http_rl_link_t *linkOf(ngx_http_rl_main_conf_t *rmcf,
+                           const ngx_http_rl_zone_t *zone, ngx_uint_t slot) {
+    ngx_http_rl_store_t *store = rmcf->stores != nullptr
+                                     ? rmcf->stores[zone->index]
+                                     : nullptr;
+    return store != nullptr ? ngx_http_rl_store_route(store, slot) : nullptr;
+}
+
+bool sendOwned(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_group_t *g,
+               CallKind kind, int retry) {
+    /* a renewal's or a charge's time: when it leaves (t = -its wait) */
+    g->sent_us = monotonicUs();
+    if (retry == NGX_HTTP_RL_RETRY_NONE) {
+        g->refund_retried = 0;
+        auto *link = reinterpret_cast<Link *>(linkOf(rmcf, g->zone, g->slot));
+        Call *queued = link != nullptr ? link->queue(g, kind) : nullptr;
+        g->call = reinterpret_cast<ngx_http_rl_call_t *>(queued);
+        return queued != nullptr;
+    }
+    bool asking = retry == NGX_HTTP_RL_RETRY_ASK;
+    auto *link = reinterpret_cast<Link *>(
+        asking ? g->ask : linkOf(rmcf, g->zone, g->slot));
+    if (link == nullptr) {
+        return false;
+    }
+    Call *sent = sendRefund(link, g, asking, retry == NGX_HTTP_RL_RETRY_EVAL,
+                            g->now_us, g->costs, kind);
+    g->call = reinterpret_cast<ngx_http_rl_call_t *>(sent);
+    return sent != nullptr;
+}
+
+bool retryOwned(ngx_http_rl_main_conf_t *rmcf, OwnedCall *c, int retry) {
+    ngx_http_rl_group_t *g = &c->group;
+    if (retry == NGX_HTTP_RL_RETRY_NONE ||
+        retry == NGX_HTTP_RL_REFUND_FAILED || g->refund_retried) {
+        return false;
+    }
+    g->refund_retried = 1;
+    return sendOwned(rmcf, g, c->kind, retry);
+}
+
+}  // namespace rl

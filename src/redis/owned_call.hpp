@@ -1,0 +1,92 @@
+/* Calls a worker owns, no request waiting for them: the release and
+ * renewal of a request's slots (src/http/inflight.cpp, SPEC section 9) and
+ * its charges (src/http/charges.cpp, SPEC section 10). Each is a group of its
+ * own (group.ctx NULL), whose keys, specs, costs and rules are in the
+ * same block of the worker's memory: it outlives the request. It leaves
+ * with the others of its kind of this turn of the event loop, as one
+ * script call per Redis server (per slot in a cluster), as a lease's
+ * returns do; its answer comes to group.owned_done. */
+#pragma once
+
+#include "batch.hpp"
+#include "ngx.hpp"
+
+namespace rl {
+
+struct OwnedCall {
+    ngx_http_rl_group_t     group;
+    ngx_queue_t             queue;      /* on its owner's list */
+    ngx_http_rl_rule_t    **rules;      /* per rule of the group */
+    CallKind                kind;       /* of the call out, if any */
+};
+
+/* The call of a group of the worker's (what owned_done gets). */
+inline OwnedCall *ownedOf(ngx_http_rl_group_t *g) {
+    return reinterpret_cast<OwnedCall *>(reinterpret_cast<u_char *>(g) -
+                                         offsetof(OwnedCall, group));
+}
+
+/* Off its owner's list, and freed. */
+inline void freeOwned(OwnedCall *c) {
+    ngx_queue_remove(&c->queue);
+    ngx_free(c);
+}
+
+/* The main configuration of the worker's cycle (of an answer's), or of
+ * a request. */
+inline ngx_http_rl_main_conf_t *cycleConf() {
+    return static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_cycle_get_module_main_conf(ngx_cycle, ngx_http_rl_module));
+}
+inline ngx_http_rl_main_conf_t *confOf(ngx_http_request_t *r) {
+    return static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_get_module_main_conf(r, ngx_http_rl_module));
+}
+
+/* A worker's part (a struct with rmcf and log), in the cycle's pool. */
+template <typename Worker>
+Worker *newWorker(ngx_cycle_t *cycle, ngx_http_rl_main_conf_t *rmcf) {
+    auto *w = static_cast<Worker *>(ngx_pcalloc(cycle->pool, sizeof(Worker)));
+    if (w != nullptr) {
+        w->rmcf = rmcf;
+        w->log = cycle->log;
+    }
+    return w;
+}
+
+/* The rules [0, n) of a request's group (indexes into its location's
+ * rules), with their state keys for the request's key values and their
+ * enforced specs, as a call of `size` bytes (the owner's struct, which
+ * starts with an OwnedCall) followed by its arrays; costs zeroed, slot
+ * and cluster slot as the group's. NULL when out of memory. */
+OwnedCall *makeOwned(size_t size, const ngx_http_rl_group_t *g,
+                     const ngx_uint_t *rules, ngx_uint_t n,
+                     void (*done)(ngx_http_rl_group_t *, int),
+                     ngx_log_t *log);
+
+/* Sends a worker's own group (an OwnedCall's, a lease's return): the
+ * first time (retry NGX_HTTP_RL_RETRY_NONE) queued with the others of
+ * its kind of this turn; again, after Redis lost the script (RETRY_EVAL,
+ * with its text) or the slot moved (RETRY_MOVED: where the map says;
+ * RETRY_ASK: to group->ask), on its own. A refund gives back at
+ * group->now_us. False when it cannot go (no server known, Redis
+ * down). */
+bool sendOwned(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_group_t *g,
+               CallKind kind, int retry);
+
+/* An OwnedCall's first send, of this kind. */
+inline bool sendOwned(ngx_http_rl_main_conf_t *rmcf, OwnedCall *c,
+                      CallKind kind) {
+    c->kind = kind;
+    return sendOwned(rmcf, &c->group, kind, NGX_HTTP_RL_RETRY_NONE);
+}
+
+/* The call answered (or lost) asks to go again once: sent again, and
+ * true; else false (done with it). */
+bool retryOwned(ngx_http_rl_main_conf_t *rmcf, OwnedCall *c, int retry);
+
+/* The connection serving the zone's slot in this worker, or NULL. */
+ngx_http_rl_link_t *linkOf(ngx_http_rl_main_conf_t *rmcf,
+                           const ngx_http_rl_zone_t *zone, ngx_uint_t slot);
+
+}  // namespace rl
