@@ -12,3 +12,14 @@ extern "C" {
 
 #include "ngx_http_rl.h"
 }
+
+#include <string_view>
+
+namespace rl {
+
+/* An nginx string's bytes, seen from C++ (no copy). */
+inline std::string_view viewOf(const ngx_str_t &s) {
+    return {reinterpret_cast<const char *>(s.data), s.len};
+}
+
+}  // namespace rl

@@ -19,10 +19,6 @@ inline ngx_http_rl_main_conf_t *mainConf(ngx_http_request_t *r) {
         ngx_http_get_module_main_conf(r, ngx_http_rl_module));
 }
 
-inline std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
-
 /* An answer's JSON, in buffers of the request's pool. */
 class Json {
 public:

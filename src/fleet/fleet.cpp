@@ -66,9 +66,7 @@ Shared *sharedOf(ngx_http_rl_main_conf_t *rmcf) {
     return static_cast<Shared *>(pool->data);
 }
 
-std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
+using rl::viewOf;
 
 std::string_view viewOf(const redisReply *r) {
     return r != nullptr && r->str != nullptr

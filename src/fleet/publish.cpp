@@ -49,10 +49,6 @@ private:
     u_char *end_;
 };
 
-std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
-
 /* A line's worst case: its escaped texts and its numbers. */
 size_t lineMax(size_t text, size_t numbers) {
     return 16 + escapedMax(text) + numbers * (NGX_INT64_LEN + 1);

@@ -71,9 +71,7 @@ ngx_http_rl_main_conf_t *mainConf(ngx_conf_t *cf) {
         ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module));
 }
 
-std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
+using rl::viewOf;
 
 /* The zone of that name, read once per configuration; NULL when it
  * cannot be (logged, naming the parameter). */

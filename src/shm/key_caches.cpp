@@ -11,21 +11,13 @@
 #include "core/state_key.hpp"
 
 namespace rl::shm {
-namespace {
-
-std::string_view view(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
-
-}  // namespace
-
 void forgetKey(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_zone_t *zone,
                const ngx_str_t *name, const ngx_str_t *value) {
     if (ngx_http_rl_embedded(zone)) {
         return;     /* no deny cache, no lease: nothing kept */
     }
     auto **all = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
-    std::string_view prefix = view(zone->prefix);
+    std::string_view prefix = viewOf(zone->prefix);
     if (rmcf->deny != nullptr) {
         /* a block or override: every rule of the prefix's zones; a
          * reset: the rule's (Redis zones: the embedded store has no deny
@@ -33,9 +25,9 @@ void forgetKey(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_zone_t *zone,
         for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
             ngx_http_rl_zone_t *z = all[i]->zone;
             bool reach = name != nullptr
-                             ? view(all[i]->name) == view(*name) &&
+                             ? viewOf(all[i]->name) == viewOf(*name) &&
                                    z == zone
-                             : view(z->prefix) == prefix;
+                             : viewOf(z->prefix) == prefix;
             if (reach && !ngx_http_rl_embedded(z)) {
                 ngx_http_rl_deny_forget(rmcf->deny, all[i], value);
             }

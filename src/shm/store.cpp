@@ -473,9 +473,7 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
     return n;
 }
 
-std::string_view viewOf(const ngx_str_t &s) {
-    return {reinterpret_cast<const char *>(s.data), s.len};
-}
+using rl::viewOf;
 
 /* A key value's mark (the operator API's block or override) on a rule,
  * under the zone's lock: the rule's parameters under its override

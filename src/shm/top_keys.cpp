@@ -46,9 +46,7 @@ int64_t epochNow() {
     return static_cast<int64_t>(ngx_current_msec) / rl::top::kEpochMs;
 }
 
-std::string_view viewOf(const ngx_str_t *v) {
-    return {reinterpret_cast<const char *>(v->data), v->len};
-}
+using rl::viewOf;
 
 }  // namespace
 
@@ -109,7 +107,7 @@ void ngx_http_rl_top_reject(const ngx_http_rl_rule_t *rule,
     }
     uint32_t hash = ngx_murmur_hash2(value->data, value->len);
     ngx_shmtx_lock(&l->pool->mutex);
-    rl::top::reject(&l->sketch, hash, viewOf(value), epochNow());
+    rl::top::reject(&l->sketch, hash, viewOf(*value), epochNow());
     ngx_shmtx_unlock(&l->pool->mutex);
 }
 
@@ -125,7 +123,7 @@ void ngx_http_rl_top_admit(const ngx_http_rl_rule_t *rule,
         return;
     }
     ngx_shmtx_lock(&l->pool->mutex);
-    rl::top::admit(&l->sketch, hash, viewOf(value), epoch);
+    rl::top::admit(&l->sketch, hash, viewOf(*value), epoch);
     ngx_shmtx_unlock(&l->pool->mutex);
 }
 
