@@ -331,11 +331,14 @@ void Cluster::slotsReplied(Link *link, const redisReply *reply) {
     }
     askLink_ = nullptr;
     stopTimer(&askTimer_);
-    if (movedMeanwhile_) {
+    if (movedMeanwhile_ && known_) {
         /* older than a MOVED that came since: asked again */
         later(kMinRefreshGap);
     } else if (reply != nullptr && apply(link, reply)) {
-        stale_ = false;
+        /* the first map goes in even so, and is asked again: until one
+         * does, calls go to a seed (route()), whose MOVED replies would
+         * keep coming while each map is asked, and keep every map out */
+        stale_ = movedMeanwhile_;
         mapErrors_ = false;
     } else if (reply != nullptr && !mapErrors_) {
         mapErrors_ = true;      /* once, until a map is read */
