@@ -90,31 +90,21 @@
     var box = $("keystate");
     box.textContent = "";
     var dl = el("dl", "kv");
-    function row(k, v, cls) {
-      dl.appendChild(el("dt", "", k));
-      var dd = el("dd", cls || "");
-      if (typeof v === "string") { dd.textContent = v; }
-      else { dd.appendChild(v); }
-      dl.appendChild(dd);
-    }
-    row("key", data.key, "mono");
-    row("limit", String(data.limit) + (data.override !== null
+    kvRow(dl, "key", data.key, "mono");
+    kvRow(dl, "limit", String(data.limit) + (data.override !== null
         ? " (override)" : ""));
-    row("remaining", String(data.remaining),
+    kvRow(dl, "remaining", String(data.remaining),
         data.remaining === 0 ? "bad" : "");
-    row("reset", fmtSeconds(data.reset));
+    kvRow(dl, "reset", fmtSeconds(data.reset));
     if (data.blocked) {
-      var b = el("span", "pill down", "BLOCKED");
-      var wrap = el("span");
-      wrap.appendChild(b);
-      wrap.appendChild(text(" " +
+      kvRow(dl, "blocked", [el("span", "pill down", "BLOCKED"), text(" " +
         fmtSeconds(data.blocked.ttl) + (data.blocked.reason
-          ? " — " + data.blocked.reason : "")));
-      row("blocked", wrap);
+          ? " — " + data.blocked.reason : ""))]);
     } else {
-      row("blocked", "no");
+      kvRow(dl, "blocked", "no");
     }
-    row("override", data.override === null ? "none" : String(data.override));
+    kvRow(dl, "override",
+          data.override === null ? "none" : String(data.override));
     box.appendChild(dl);
     $("writes").hidden = !state.write;
   }

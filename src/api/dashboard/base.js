@@ -43,6 +43,15 @@
     return c;
   }
   function text(s) { return document.createTextNode(s); }
+  /* a row of a definition list: term k, its value a string, a node or
+   * nodes */
+  function kvRow(dl, k, v, cls) {
+    dl.appendChild(el("dt", "", k));
+    var dd = el("dd", cls || "");
+    if (typeof v === "string") { dd.textContent = v; }
+    else { [].concat(v).forEach(function (x) { dd.appendChild(x); }); }
+    dl.appendChild(dd);
+  }
 
   function fmtCount(n) {
     if (n >= 1e9) { return (n / 1e9).toFixed(n >= 1e10 ? 0 : 1) + "G"; }

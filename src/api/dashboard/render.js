@@ -368,37 +368,31 @@
     }
     box.className = "";
     var dl = el("dl", "kv");
-    function item(k, v, cls) {
-      dl.appendChild(el("dt", "", k));
-      var dd = el("dd", cls || "");
-      if (typeof v === "string") { dd.textContent = v; }
-      else { v.forEach(function (x) { dd.appendChild(x); }); }
-      dl.appendChild(dd);
-    }
     if (r.live) {
-      item("limit", [el("span", "was", String(r.configured)), text(" → "),
-                     el("span", "livelimit", r.live.limit + per(r)),
-                     text(" live, " + fmtUntil(r.live.until) +
-                          (r.live.by ? ", set by " + r.live.by : ""))]);
-      if (r.live.reason) { item("reason", r.live.reason); }
+      kvRow(dl, "limit", [el("span", "was", String(r.configured)),
+                          text(" → "),
+                          el("span", "livelimit", r.live.limit + per(r)),
+                          text(" live, " + fmtUntil(r.live.until) +
+                               (r.live.by ? ", set by " + r.live.by : ""))]);
+      if (r.live.reason) { kvRow(dl, "reason", r.live.reason); }
     } else {
-      item("limit", r.limit + per(r) + " as configured (" + r.algorithm +
-           ")");
+      kvRow(dl, "limit", r.limit + per(r) + " as configured (" +
+            r.algorithm + ")");
     }
     if (r.trial) {
       var t = r.trial;
-      item("trial", [el("span", "pill trial", t.limit + per(r)),
-                     text(" " + fmtUntil(t.until) +
-                          (t.by ? ", started by " + t.by : ""))]);
-      item("its figures", [el("span", t.rejected ? "bad" : "",
-                              fmtCount(t.rejected)),
-                           text(" would have been rejected, " +
-                                fmtCount(t.passed) + " let in")]);
+      kvRow(dl, "trial", [el("span", "pill trial", t.limit + per(r)),
+                          text(" " + fmtUntil(t.until) +
+                               (t.by ? ", started by " + t.by : ""))]);
+      kvRow(dl, "its figures", [el("span", t.rejected ? "bad" : "",
+                                   fmtCount(t.rejected)),
+                                text(" would have been rejected, " +
+                                     fmtCount(t.passed) + " let in")]);
     } else {
-      item("trial", "none");
+      kvRow(dl, "trial", "none");
     }
     if (row.fleet) {
-      item("instances", String(r.instances) + (r.drift
+      kvRow(dl, "instances", String(r.instances) + (r.drift
         ? " (defined " + r.drift.length + " ways: " +
           r.drift.map(function (d) {
             return d.limit + "/" + fmtWindow(d.window) + " on " +
