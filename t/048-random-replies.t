@@ -309,13 +309,22 @@ is_deeply([$ng->worker_pids], [$worker], 'the same worker throughout');
 # the fake turns good: decisions resume by themselves
 set_mode('good');
 for my $path (qw(/one /stack /cluster)) {
+    my $last;
     ok(wait_until(sub {
             my $t = http_get($port, "$path?k=after");
-            $t->{code} == 200 && ($t->{headers}{'x-rl-status'} // '')
-                                 eq 'PASSED';
+            $last = "$t->{code} " . ($t->{headers}{'x-rl-status'} // '-');
+            $last eq '200 PASSED';
         }, timeout => 10, interval => 0.2),
-       "$path: decisions resume once the replies are good");
+       "$path: decisions resume once the replies are good")
+        or diag("RL_FUZZ_SEED=$seed; last: $last; the log's last zone "
+                . "lines:\n" . zone_lines(12));
 }
 
 $ng->stop;
 done_testing();
+
+# the last N lines of the error log that name a zone
+sub zone_lines {
+    my @l = grep { /rl_zone/ } split /^/, $ng->error_log_text;
+    return join '', @l > $_[0] ? @l[-$_[0] .. -1] : @l;
+}
