@@ -10,6 +10,10 @@
 # PING, sent again each second while Redis is slow) closes it, without
 # traffic: one line each way for the whole episode.
 #
+# Lost probe: Redis refuses every call and the probe that would see it
+# serve again gets no reply: past connect_timeout the connection is
+# made again (before, the zone stayed down until that reply came).
+#
 # Idle: Redis closes the module's connection after 1 s without traffic.
 # No request was waiting: no incident, no error line; the link connects
 # again at once and decisions go on.
@@ -41,7 +45,7 @@ set_delay(0);
 # (read when the bytes arrive).
 my $proxy = spawn(sub {
     my $sel = IO::Select->new($listen);
-    my (%peer, @held);
+    my (%peer, %last, @held);
     while (1) {
         my $wait = @held ? $held[0][0] - now() : 0.5;
         for my $fh ($sel->can_read($wait > 0 ? $wait : 0)) {
@@ -61,6 +65,7 @@ my $proxy = spawn(sub {
                 for my $h ($fh, $p->[0]) {
                     $sel->remove($h);
                     delete $peer{$h};
+                    delete $last{$h};
                     close $h;
                 }
                 next;
@@ -69,7 +74,12 @@ my $proxy = spawn(sub {
             if ($p->[1] && open my $in, '<', $delay_file) {
                 $d = <$in> + 0;
             }
-            push @held, [now() + $d, $p->[0], $buf];
+            # a connection's bytes in order; another's do not wait
+            # behind them
+            my $at = now() + $d;
+            $at = $last{$p->[0]} if ($last{$p->[0]} // 0) > $at;
+            $last{$p->[0]} = $at;
+            @held = sort { $a->[0] <=> $b->[0] } @held, [$at, $p->[0], $buf];
         }
         while (@held && $held[0][0] <= now()) {
             my (undef, $to, $buf) = @{ shift @held };
@@ -139,6 +149,38 @@ ok(wait_until(sub { up('slow') == 1 }, timeout => 4, interval => 0.1),
 is(lines(qr/"slow".*available again/), 1,
    'slow: one "available again" line');
 is(code_status(http_get($port, '/slow')), '200 PASSED', 'slow: decisions resume');
+
+# ------------------------------------------------------------ lost probe
+
+# Redis refuses (OOM), and the probe that would see it serve again gets
+# no reply (a reply lost, a network that drops without a reset: here
+# held for a minute). The probe is bounded as a call is: past
+# connect_timeout (3 s) the connection is made again, and its handshake
+# finds Redis serving. Before, the link sent nothing more: the zone
+# stayed down until the reply came (t/048 saw it, with a reply its fake
+# never sent).
+$r->cli('CONFIG', 'SET', 'maxmemory', '1');
+is(code_status(http_get($port, '/slow')), '429 ERROR',
+   'lost probe: Redis refuses (OOM): the failure policy');
+ok(wait_until(sub { up('slow') == 0 }, timeout => 5, interval => 0.1),
+   'lost probe: rl_store_up 0');
+set_delay(60);
+# (a call Redis refuses counts as rejected, not as a call)
+sub evalsha_seen {
+    my ($calls, $rejected) = $r->cli('INFO', 'commandstats')
+        =~ /^cmdstat_evalsha:calls=(\d+).*?rejected_calls=(\d+)/m;
+    return ($calls // 0) + ($rejected // 0);
+}
+my $seen = evalsha_seen();
+ok(wait_until(sub { evalsha_seen() > $seen }, timeout => 5,
+              interval => 0.1),
+   'lost probe: the probe reached Redis (its reply is held)');
+$r->cli('CONFIG', 'SET', 'maxmemory', '0');
+set_delay(0);
+ok(wait_until(sub { up('slow') == 1 }, timeout => 8, interval => 0.1),
+   'lost probe: rl_store_up 1 again, past connect_timeout');
+is(code_status(http_get($port, '/slow')), '200 PASSED',
+   'lost probe: decisions resume');
 
 # ------------------------------------------------------------ idle
 

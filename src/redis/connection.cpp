@@ -11,7 +11,8 @@
  * A server that answers but refuses every call (OOM, READONLY, BUSY...:
  * src/core/reply_error.hpp) is "refused": an incident too, requests get
  * the failure policy at once, and a probe that writes, once a second,
- * ends it. Incidents are logged once, when the link goes down, and once
+ * ends it. A probe unanswered within connect_timeout drops the
+ * connection, as a stalled call does. Incidents are logged once, when the link goes down, and once
  * when it is back.
  *
  * Where a link connects to, its locator says (locator.hpp), each time
@@ -547,6 +548,14 @@ void Link::probe() {
     }
     if (!sent) {
         probing_ = false;
+        return;
+    }
+    /* a probe is a call: unanswered within connect_timeout, the
+     * connection is made again (its handshake probes). Without this, a
+     * refused link whose probe got no reply (a reply lost, a network
+     * that drops without a reset) sent nothing more, ever. */
+    if (!deadline_.timer_set) {
+        ngx_add_timer(&deadline_, zone_->connect_timeout);
     }
 }
 
@@ -561,6 +570,9 @@ void Link::probed(const redisAsyncContext *ac, const redisReply *reply) {
         return;
     }
     probing_ = false;
+    if (reply != nullptr && !stalled_) {
+        stopDeadline();
+    }
     if (refused_) {
         if (reply == nullptr) {
             return;     /* the connection went: connecting again probes */

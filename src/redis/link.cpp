@@ -321,7 +321,7 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
         lost_ = true;
     } else if (ready_) {
         stalled_ = false;
-        stopTimer(&deadline_);
+        stopDeadline();
     }
     if (batch->across && ownAcrossReplied(batch, reply)) {
         return;
@@ -398,7 +398,7 @@ void Link::replied(Batch *batch, redisReply *reply) {
         lost_ = true;
     } else if (ready_) {
         stalled_ = false;
-        stopTimer(&deadline_);
+        stopDeadline();
         /* a reply in time closes an incident; a late one (every request
          * of the batch got the policy already) only lets requests go
          * again, and a PING says whether Redis answers in time now; a

@@ -124,6 +124,12 @@ public:
         }
     }
     void deadlinePassed();
+    /* a reply came: nothing is overdue, unless a probe is still out */
+    void stopDeadline() {
+        if (!probing_) {
+            stopTimer(&deadline_);
+        }
+    }
 
     void release(Call *c) {
         c->group = nullptr;
