@@ -13,7 +13,8 @@
 # master, sentinel_password= for the sentinels), and one nginx with 2
 # workers on a zone with db=2 and a prefix:
 #   (a) limits enforced, the state in db 2 of the master, one connection
-#       per worker to the master and none to a replica, rl_store_up 1
+#       per worker to the master and none to a replica, rl_store_up 1,
+#       TCP keepalive on the connections to the master and the sentinels
 #   (b) one sentinel down: no effect (the watch moves to another)
 #   (c) SENTINEL FAILOVER (that sentinel still down): within 2 s of the
 #       sentinels naming the new master, decisions are made there (its
@@ -36,6 +37,7 @@ use lib 't/lib';
 use RlTest;
 use RlTest::Sentinel;
 use RlTest::Tls;
+use RlTest::Proc qw(tcp_of);
 
 # ------------------------------------------------------------ nginx -t
 
@@ -219,6 +221,24 @@ is(join(' ', map { $_->client_count('ngx_rl') }
 is(metric_value($port, 'rl_store_up{zone="s"}'), 1, '(a) rl_store_up 1');
 ok(wait_until(sub { watchers() == 2 }, timeout => 5),
    '(a) each worker watches one sentinel');
+# TCP keepalive on both: a sentinel's watch carries nothing until a
+# failover, and a master or sentinel gone without a reset (a NAT's idle
+# timeout, a host powered off) must be noticed meanwhile
+# (a connection that is sending shows its retransmission timer instead:
+# polled)
+{
+    my %ports = map { $_->port => 1 } $M, @SN;
+    my @conns;
+    ok(wait_until(sub {
+        @conns = grep { $ports{ $_->{peer} } }
+                 map { tcp_of($_) } $ng->worker_pids;
+        return @conns >= 4 && !grep { !$_->{keepalive} } @conns;
+    }, timeout => 5, interval => 0.1),
+       '(a) the workers\' connections to the master and the sentinels have '
+       . 'TCP keepalive')
+        or diag(join ', ', map { "$_->{peer}: keepalive $_->{keepalive}" }
+                                @conns);
+}
 
 # ------------------------------------------------------------ (b)
 

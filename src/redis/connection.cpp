@@ -642,7 +642,8 @@ void Link::timedOut() {
     } else {
         fail("no reply", "within the zone's timeout");
     }
-    if (!deadline_.timer_set) {
+    /* (a probe's deadline, set earlier, would cut the call's short) */
+    if (!deadline_.timer_set || probing_) {
         ngx_add_timer(&deadline_, zone_->connect_timeout);
     }
 }

@@ -71,6 +71,23 @@ ngx_http_rl_hiredis_attach(redisAsyncContext *ac, ngx_log_t *log)
         return NGX_ERROR;
     }
 
+    /*
+     * TCP keepalive (hiredis': 15 s idle, then 3 probes 5 s apart): a
+     * peer gone without a reset (a NAT's or a firewall's idle timeout, a
+     * host powered off) is noticed within about 30 s on a connection
+     * that carries nothing meanwhile, such as a sentinel's watch or a
+     * zone without traffic; its failure then makes it again.
+     */
+    if (ac->c.connection_type == REDIS_CONN_TCP
+        && redisEnableKeepAlive(&ac->c) != REDIS_OK)
+    {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "rl: no TCP keepalive on a redis connection: %s",
+                      ac->c.errstr);
+        ac->c.err = 0;      /* the connection itself is fine */
+        ac->c.errstr[0] = '\0';
+    }
+
     c->data = e;
     c->log = log;
     c->read->log = log;

@@ -17,7 +17,7 @@ use Time::HiRes ();
 our @EXPORT_OK = qw(
     now wait_until free_port make_tempdir children_of cmdline_of
     pid_alive reap_pid kill_and_reap spawn register unregister keep_temp
-    exec_child
+    exec_child tcp_of
 );
 
 $SIG{PIPE} = 'IGNORE';
@@ -148,6 +148,31 @@ sub children_of {
     }
     closedir $dh;
     return sort { $a <=> $b } @kids;
+}
+
+# A process's established TCP connections (IPv4), from /proc: each
+# { peer => PORT, keepalive => 1 when its keepalive timer runs (an idle
+# socket with SO_KEEPALIVE; /proc/net/tcp's timer 2) }.
+sub tcp_of {
+    my ($pid) = @_;
+    my %mine;
+    opendir my $dh, "/proc/$pid/fd" or return;
+    for my $fd (readdir $dh) {
+        my $l = readlink "/proc/$pid/fd/$fd" // next;
+        $mine{$1} = 1 if $l =~ /^socket:\[(\d+)\]$/;
+    }
+    closedir $dh;
+    open my $fh, '<', "/proc/$pid/net/tcp" or return;
+    my @conns;
+    while (my $line = <$fh>) {
+        my @f = split ' ', $line;
+        next unless @f > 9 && $f[3] eq '01' && $mine{ $f[9] };  # ESTABLISHED
+        my ($peer) = $f[2] =~ /:([0-9A-F]+)$/;
+        my ($timer) = split /:/, $f[5];
+        push @conns, { peer => hex $peer, keepalive => $timer eq '02' ? 1 : 0 };
+    }
+    close $fh;
+    return @conns;
 }
 
 sub pid_alive {
