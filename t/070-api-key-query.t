@@ -14,6 +14,8 @@ my $r = start_redis();
 my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
     rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
     rl_zone mem;
+    rl_zone lz redis=127.0.0.1:$RedisPort timeout=5s lease=1s
+            prefix=pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp;
     server {
         listen 127.0.0.1:$ServerPort;
         large_client_header_buffers 4 32k;
@@ -21,6 +23,8 @@ my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
         location /r { rl_rule zone=main key=$http_x_key rate=3r/m name=r;
                       empty_gif; }
         location /m { rl_rule zone=mem key=$http_x_key rate=3r/m name=m;
+                      empty_gif; }
+        location /l { rl_rule zone=lz key=$http_x_key rate=3r/m name=l;
                       empty_gif; }
         location /rl/ { rl_api write=on; }
     }
@@ -33,8 +37,9 @@ sub qv { 'value=' . RlTest::Api::enc($_[0]) }
 my $long = 'L' x 5000;
 for my $store (['r', 'Redis'], ['m', 'embedded']) {
     my ($rule, $what) = @$store;
-    for my $value ('.', '..', 'a/b', "\xff\xfe", $long) {
-        my $name = length $value > 20 ? '5000 bytes' : "\"$value\"";
+    for my $value ('.', '..', 'a/b', "\xff\xfe", 'v' x 43, 'w' x 64, $long) {
+        my $name = length $value > 20 ? length($value) . ' bytes'
+                                      : "\"$value\"";
         $name =~ s/([^ -~])/sprintf("\\x%02x", ord $1)/ge;
         my @codes = map { as("/$rule", $value) } 1 .. 4;
         is_deeply(\@codes, [('200 PASSED') x 3, '429 REJECTED'],
@@ -69,6 +74,23 @@ for my $store (['r', 'Redis'], ['m', 'embedded']) {
         is($code, 204, "$what: the override of $name removed");
         $api->call('DELETE', "1/rules/$rule/key?" . qv($value));
     }
+}
+
+# Values of 42 to 64 bytes are kept as they are, where a digest takes 41:
+# each buffer that holds one is sized for the longer (before, the API's
+# block key overran its allocation and the block went to another key;
+# the embedded store's block key overran into its own length; with
+# leases and a long prefix=, a write overran the stack, and every
+# instance's worker 0 did so reading the audit)
+for my $value ('x' x 42, 'y' x 64) {
+    my $name = length($value) . ' bytes, leases, a prefix of 60';
+    my ($code) = $api->call('POST', "1/rules/l/keys/$value/block",
+                            { ttl => 60, reason => 'q' });
+    is($code, 201, "$name: blocked");
+    is(as('/l', $value), '429 REJECTED', "$name: rejected");
+    ($code) = $api->call('DELETE', "1/rules/l/keys/$value/block");
+    is($code, 204, "$name: unblocked");
+    is(as('/l', $value), '200 PASSED', "$name: passes");
 }
 
 # the path form and the query form name one key

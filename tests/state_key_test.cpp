@@ -126,6 +126,23 @@ TEST(StateKey, LengthIsAtMostPrefixPlus83) {
               kPrefix.size() + 83);
 }
 
+/* A buffer for a value's tag is sized by kMaxValueTag: a plain value
+ * of 42 to 64 bytes is longer than a digest (three buffers sized by the
+ * digest overran). */
+TEST(StateKey, ValueTagIsAtMostKMaxValueTag) {
+    std::string value;
+    size_t longest = 0;
+    for (size_t n = 0; n <= 200; n++) {
+        char out[256];
+        size_t len = static_cast<size_t>(rl::writeValueTag(out, value) - out);
+        EXPECT_LE(len, rl::kMaxValueTag) << n << " bytes";
+        longest = len > longest ? len : longest;
+        value += 'a';
+    }
+    EXPECT_EQ(longest, rl::kMaxValueTag);
+    EXPECT_GT(rl::kMaxValueTag, rl::kDigestValueLen);
+}
+
 TEST(StateKey, BoundaryBetweenPlainAndDigest) {
     std::string at64(64, 'v');
     std::string at65(65, 'v');

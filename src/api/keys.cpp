@@ -733,7 +733,7 @@ ngx_int_t keyOperation(ngx_http_request_t *r, const RuleSet &set,
 
     /* PREFIX{VALUE}: the key value's block and override */
     op->block.data = static_cast<u_char *>(
-        ngx_pnalloc(r->pool, z->prefix.len + 2 + kDigestValueLen + 1));
+        ngx_pnalloc(r->pool, z->prefix.len + 2 + kMaxValueTag));
     if (op->block.data == nullptr) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

@@ -62,8 +62,7 @@ uint16_t keySlot(std::string_view key) {
 
 uint16_t valueSlot(std::string_view value) {
     /* a tag is never empty, nor holds a brace (valueNeedsDigest) */
-    char tag[kDigestValueLen > kMaxPlainValue ? kDigestValueLen
-                                              : kMaxPlainValue];
+    char tag[kMaxValueTag];
     char *end = writeValueTag(tag, value);
     return static_cast<uint16_t>(
         crc16({tag, static_cast<size_t>(end - tag)}) & (kClusterSlots - 1));

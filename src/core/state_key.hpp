@@ -22,13 +22,17 @@ namespace rl {
 inline constexpr size_t kMaxPlainValue = 64;
 inline constexpr size_t kDigestValueLen = 41;
 inline constexpr size_t kRuleIdLen = 16;
+/* the most bytes writeValueTag() writes: a plain value, or '~' and its
+ * digest (a buffer for a tag is sized by this, never by one of them) */
+inline constexpr size_t kMaxValueTag =
+    kMaxPlainValue > kDigestValueLen ? kMaxPlainValue : kDigestValueLen;
 
 bool valueNeedsDigest(std::string_view value);
 
 size_t stateKeyLength(size_t prefixLen, std::string_view value);
 
 /* Writes the key's hash tag, what stands between its braces: VALUE, or
- * '~' and its digest (at most kDigestValueLen bytes); returns the end. */
+ * '~' and its digest (at most kMaxValueTag bytes); returns the end. */
 char* writeValueTag(char* out, std::string_view value);
 
 /* Writes the key (stateKeyLength bytes, no NUL); returns the end. */

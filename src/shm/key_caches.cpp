@@ -35,7 +35,7 @@ void forgetKey(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_zone_t *zone,
     }
     if (rmcf->leases != nullptr) {
         /* its leases end, what they hold going back: PREFIX{VALUE} */
-        u_char text[NGX_HTTP_RL_MAX_PREFIX + 3 + kDigestValueLen];
+        u_char text[NGX_HTTP_RL_MAX_PREFIX + 2 + kMaxValueTag];
         u_char *p = ngx_cpymem(text, zone->prefix.data, zone->prefix.len);
         *p++ = '{';
         p = reinterpret_cast<u_char *>(writeValueTag(

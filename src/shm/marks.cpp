@@ -47,7 +47,7 @@ bool overriding(const Mark *m, int64_t now) {
 
 /* "{VALUE}": the Redis string's name less its prefix */
 struct Key {
-    u_char text[2 + kDigestValueLen];
+    u_char text[2 + kMaxValueTag];
     ngx_str_t str;
     uint32_t hash;
 
