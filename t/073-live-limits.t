@@ -6,7 +6,8 @@
 # rejects every request. When Redis stops, the instances keep the
 # limits they read (until their ttl); an empty Redis returns them to
 # nginx.conf's within a second. Embedded zones: this instance alone.
-# Bad input is refused and writes nothing; write=off is 403.
+# Bad input is refused and writes nothing; write=off is 403. A setting
+# in Redis the rules cannot take is not applied, and warned of once.
 
 use lib 't/lib';
 use RlTest;
@@ -187,6 +188,32 @@ is($code, 400, "a concurrency= rule's limit of 0");
 is_deeply([$code, $data->{error}{code}], [403, 'WriteForbidden'],
           'write=off: 403');
 is($r->cli('HLEN', 'rl:{fleet}:main:live'), 0, 'nothing written');
+
+# What the API refuses is not applied when read from Redis either (a
+# rule of that name defined otherwise on another instance, an entry made
+# by hand), and is warned of once, not each second. Before, a limit of 0
+# left a concurrency= rule no slot, and a trial ran on one.
+$r->cli('HSET', 'rl:{fleet}:main:live', 'slots', "0\t0\t1000\t10.0.0.9\thand");
+$r->cli('HSET', 'rl:{fleet}:main:trial', 'slots', "3\t0\t1000\t10.0.0.9\thand");
+sub refusals {
+    my ($i, $what) = @_;
+    return scalar grep { /rl_fleet: \Q$what\E of \d+ for rule "slots" .* not applied/ }
+                  split /\n/, $ng[$i]->error_log_text;
+}
+ok(wait_until(sub { refusals(1, 'live limit') && refusals(1, 'trial') },
+              timeout => 5, interval => 0.1),
+   'a live limit of 0 and a trial for a concurrency= rule, read from '
+   . 'Redis: warned of') or diag($ng[1]->error_log_text);
+like((grep { /not applied/ } split /\n/, $ng[1]->error_log_text)[0],
+     qr/\[warn\].*zone "main".*at least 1/, '... saying why');
+($code, $data) = $api[1]->get('1/rules/slots');
+is($data->{limit}, 5, '... and not applied: nginx.conf\'s 5 slots');
+is(codes(1, '/inf', 'c', 1), '200 PASSED', '... a request takes a slot');
+# (the fleet reads each second: three more reads)
+sleep 3;
+is(refusals(1, 'live limit') + refusals(1, 'trial'), 2,
+   '... once each, not at each read');
+$r->cli('DEL', 'rl:{fleet}:main:live', 'rl:{fleet}:main:trial');
 
 $_->stop for @ng;
 done_testing();

@@ -206,28 +206,11 @@ ngx_int_t liveOperation(ngx_http_request_t *r, const ngx_http_rl_name_t *name,
     lw->kind = route == Route::Limit ? live::Kind::Limit : live::Kind::Trial;
     lw->set = method == Method::Put;
     lw->change = change;
-    const ngx_http_rl_rule_t *rule = name->first;
-    if (lw->set && lw->kind == live::Kind::Trial &&
-        rule->algorithm == RL_ALGORITHM_CONCURRENCY) {
-        return sendError(r, {400, "BodyInvalid",
-                             "a concurrency= rule takes no trial: its "
-                             "slots are held, not counted in a window"});
-    }
-    if (lw->set && lw->kind == live::Kind::Trial &&
-        rule->calendar != nullptr) {
-        return sendError(r, {400, "BodyInvalid",
-                             "a calendar rule takes no trial: a trial ends "
-                             "within a day, its periods are longer"});
-    }
     const char *why = nullptr;
-    if (lw->set && !live::limitFits(name, change.limit, &why)) {
+    if (lw->set && !live::settingFits(name, lw->kind, change.limit, &why)) {
         return sendError(r, {400, "BodyInvalid", why});
     }
-    if (lw->set && rule->algorithm == RL_ALGORITHM_CONCURRENCY &&
-        change.limit == 0) {
-        return sendError(r, {400, "BodyInvalid",
-                             "a concurrency= rule's limit is at least 1"});
-    }
+    const ngx_http_rl_rule_t *rule = name->first;
     ngx_http_rl_zone_t *zone = rule->zone;
     if (ngx_http_rl_embedded(zone)) {
         /* this instance's alone */

@@ -46,6 +46,9 @@ struct ZoneSync {
 struct Worker {
     ngx_http_rl_main_conf_t *rmcf;
     ngx_pool_t *pool;
+    /* per name and kind, the setting last refused (its sinceMs + 1; 0:
+     * none): its warning is logged once, not each second */
+    int64_t *refused;
     ngx_event_t tick;
     ZoneSync *zones;
     ngx_uint_t nzones;
@@ -80,6 +83,29 @@ bool isArray(const redisReply *r, size_t n) {
 /* ---------------------------------------------------------------- */
 /* the settings read                                                 */
 
+/* Whether this instance's rules of name i take a setting read from
+ * Redis (another instance may define the name otherwise, or the entry
+ * was made by hand); a refused one is warned of once. */
+bool fits(ZoneSync *zs, ngx_uint_t i, live::Kind kind,
+          const live::Setting &s) {
+    auto *names = static_cast<ngx_http_rl_name_t *>(zs->w->rmcf->names.elts);
+    int64_t &refused = zs->w->refused[i * 2 + static_cast<ngx_uint_t>(kind)];
+    const char *why = nullptr;
+    if (live::settingFits(&names[i], kind, s.limit, &why)) {
+        refused = 0;
+        return true;
+    }
+    if (refused != s.sinceMs + 1) {
+        refused = s.sinceMs + 1;
+        ngx_log_error(NGX_LOG_WARN, zs->w->log, 0,
+                      "rl_fleet: %s of %L for rule \"%V\" in zone \"%V\" "
+                      "(read from Redis) not applied: %s",
+                      kind == live::Kind::Limit ? "live limit" : "trial",
+                      s.limit, &names[i].first->name, &zs->zone->name, why);
+    }
+    return false;
+}
+
 /* The zone's names of a hash's settings, applied: a name the hash has
  * is set, any other cleared (a setting deleted, or ended). */
 void applySettings(ZoneSync *zs, live::Kind kind, const redisReply *list,
@@ -105,6 +131,9 @@ void applySettings(ZoneSync *zs, live::Kind kind, const redisReply *list,
                 s = live::Setting();
             }
             break;
+        }
+        if (s.limit >= 0 && !fits(zs, i, kind, s)) {
+            s = live::Setting();
         }
         if (live::write(name, kind, s, endsIn)) {
             ngx_log_error(NGX_LOG_NOTICE, zs->w->log, 0,
@@ -450,12 +479,15 @@ ngx_int_t ngx_http_rl_fleet_init(ngx_cycle_t *cycle,
     auto *w = static_cast<Worker *>(ngx_pcalloc(pool, sizeof(Worker)));
     auto *zs = static_cast<ZoneSync *>(
         ngx_pcalloc(pool, n * sizeof(ZoneSync)));
-    if (w == nullptr || zs == nullptr) {
+    auto *refused = static_cast<int64_t *>(
+        ngx_pcalloc(pool, (rmcf->names.nelts * 2 + 1) * sizeof(int64_t)));
+    if (w == nullptr || zs == nullptr || refused == nullptr) {
         ngx_destroy_pool(pool);
         return NGX_ERROR;
     }
     w->rmcf = rmcf;
     w->pool = pool;
+    w->refused = refused;
     w->log = cycle->log;
     w->zones = zs;
     for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {

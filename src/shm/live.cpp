@@ -443,7 +443,23 @@ size_t trialTop(const ngx_http_rl_name_t *name, void *entries) {
     return n;
 }
 
-bool limitFits(const ngx_http_rl_name_t *name, int64_t n, const char **why) {
+bool settingFits(const ngx_http_rl_name_t *name, Kind kind, int64_t n,
+                 const char **why) {
+    const ngx_http_rl_rule_t *first = name->first;
+    if (kind == Kind::Trial && first->algorithm == RL_ALGORITHM_CONCURRENCY) {
+        *why = "a concurrency= rule takes no trial: its slots are held, not "
+               "counted in a window";
+        return false;
+    }
+    if (kind == Kind::Trial && first->calendar != nullptr) {
+        *why = "a calendar rule takes no trial: a trial ends within a day, "
+               "its periods are longer";
+        return false;
+    }
+    if (n == 0 && first->algorithm == RL_ALGORITHM_CONCURRENCY) {
+        *why = "a concurrency= rule's limit is at least 1";
+        return false;
+    }
     if (n == 0) {
         return true;    /* rejects every request */
     }

@@ -130,8 +130,12 @@ void sweep(ngx_http_rl_main_conf_t *rmcf);
 /* The top keys of a name's trial (room for top::kListMax), or 0. */
 size_t trialTop(const ngx_http_rl_name_t *name, void *entries);
 
-/* Whether a live limit of N is one the name's rules can take: false
- * with *why for a bound one of them cannot compute exactly. */
-bool limitFits(const ngx_http_rl_name_t *name, int64_t n, const char **why);
+/* Whether a live limit or trial of N is one the name's rules can take:
+ * false with *why (a trial of a concurrency= or calendar rule, a bound
+ * one of them cannot compute exactly, no slot at all). The API refuses
+ * such a write; the fleet ignores such a setting read from Redis (a
+ * rule defined differently elsewhere, a hand-made entry). */
+bool settingFits(const ngx_http_rl_name_t *name, Kind kind, int64_t n,
+                 const char **why);
 
 }  // namespace rl::live
