@@ -3,7 +3,8 @@
 # on one master; three instances are listed and their counters summed;
 # a live limit set through A rejects on B within a second; a trial runs
 # in each key's own call on its master; a block lifted through A lets
-# the key in on B within a second; the audit lists the writes.
+# the key in on B within a second; the audit lists the writes; when the
+# {fleet} slot moves, the fleet follows it.
 
 use lib 't/lib';
 use RlTest;
@@ -102,6 +103,24 @@ my (undef, $audit) = $api[1]->get('1/audit');
 is_deeply([ map { $_->{action} } @{ $audit->{entries} } ],
           [qw(unblock block untrial trial unlimit limit)],
           'the audit lists every write');
+
+# The fleet's slot moves to another master: the first call to meet its
+# MOVED has the map read again, and the fleet goes on there. Before, no
+# request's call goes to {fleet}, so nothing read the map again: every
+# sync, publication and write of the API met MOVED for good.
+my $fslot = $c->slot_of('rl:{fleet}:c:live');
+my $from = $c->master_for_slot($fslot);
+my ($to) = grep { $_ != $from } @M;
+$c->migrate_slot($fslot, $to);
+ok(wait_until(sub {
+    ($api[0]->call('PUT', '1/rules/t/limit', { limit => 1 }))[0] == 200
+}, timeout => 5, interval => 0.2), 'the fleet\'s slot moved: a live limit '
+   . 'set through A');
+is($c->keys_on($to, 'rl:{fleet}:c:live'), 1, '... on its new master');
+ok(wait_until(sub {
+    my $k = $key . int(rand 1e9);
+    st(1, $k) eq '200 PASSED' && st(1, $k) eq '429 REJECTED';
+}, timeout => 5), '... and rejects on B');
 
 $_->stop for @ng;
 done_testing();

@@ -667,7 +667,6 @@ void replied(Wait *w, ngx_uint_t ask, const redisReply *reply, Link *link) {
                 return;
             }
         }
-        link->heardMoved(reply);
         ngx_str_t why = copy(op->r->pool, reply->str, reply->len);
         op->failure = why.data != nullptr
                           ? reinterpret_cast<const char *>(why.data)

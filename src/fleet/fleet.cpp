@@ -183,10 +183,22 @@ void applyEntry(ZoneSync *zs, const redisReply *entry) {
     shm::forgetKey(zs->w->rmcf, zs->zone, one ? &r : nullptr, &v);
 }
 
-void synced(redisAsyncContext *, void *reply, void *data) noexcept {
+/* A MOVED for the fleet's keys: the cluster's map is read again (no
+ * request's call goes to {fleet}, nothing else would learn it moved).
+ * (A NULL reply: the connection is going, ac->data with it.) */
+void heard(redisAsyncContext *ac, const redisReply *r) {
+    if (r != nullptr && ac != nullptr && ac->data != nullptr) {
+        static_cast<Link *>(ac->data)->heardMoved(r);
+    }
+}
+
+void synced(redisAsyncContext *ac, void *reply, void *data) noexcept {
     auto *zs = static_cast<ZoneSync *>(data);
     auto *r = static_cast<const redisReply *>(reply);
     zs->reading = false;
+    if (!zs->w->exiting) {
+        heard(ac, r);
+    }
     if (zs->w->exiting || !isArray(r, 5) ||
         r->element[0]->type != REDIS_REPLY_INTEGER ||
         !isArray(r->element[1], 0) || !isArray(r->element[2], 0) ||
@@ -221,10 +233,14 @@ void sync(ZoneSync *zs) {
 /* ---------------------------------------------------------------- */
 /* the record                                                        */
 
-void publishedReply(redisAsyncContext *, void *reply, void *data) noexcept {
+void publishedReply(redisAsyncContext *ac, void *reply,
+                    void *data) noexcept {
     auto *zs = static_cast<ZoneSync *>(data);
     zs->publishing = false;
     auto *r = static_cast<const redisReply *>(reply);
+    if (!zs->w->exiting) {
+        heard(ac, r);
+    }
     if (r != nullptr && r->type == REDIS_REPLY_ERROR && !zs->w->exiting) {
         ngx_log_error(NGX_LOG_WARN, zs->w->log, 0,
                       "rl_fleet: the record of zone \"%V\" was not "
