@@ -119,5 +119,14 @@ is_deeply([ map { $_->{action} } @{ $data->{entries} } ], ['block'],
 ($c, $data) = get(0, '1/audit?n=0');
 is($c, 400, 'n=0: 400');
 
+# An entry written by hand with an id past 2^63 ms (Redis takes ids to
+# 2^64): still JSON (before, its time read "-N." or worse)
+$r->cli('XADD', 'rl:{fleet}:main:audit', '18446744073709551615-0',
+        'action', 'block', 'rule', 'per', 'key', 'hand');
+($c, $data) = get(0, '1/audit?n=1');
+is($c, 200, 'an entry written by hand: 200');
+is_deeply([ map { [ $_->{key}, $_->{time} ] } @{ $data->{entries} // [] } ],
+          [ [ 'hand', 0 ] ], '... in JSON, its time unknown (0)');
+
 $_->stop for @ng;
 done_testing();

@@ -118,8 +118,7 @@ bool instancesOf(const redisReply *r, Read *rd) {
         Instance in;
         in.id = std::string(replyText(ids->element[i]));
         if (seen->type == REDIS_REPLY_ARRAY && i < seen->elements) {
-            int64_t at = std::atoll(std::string(
-                replyText(seen->element[i])).c_str());
+            int64_t at = num(replyText(seen->element[i]));
             in.seenMs = rd->nowMs > at ? rd->nowMs - at : 0;
         }
         if (who->type == REDIS_REPLY_ARRAY && i < who->elements) {
@@ -448,7 +447,9 @@ void auditEntry(Json &out, const redisReply *e, bool first) {
         return;
     }
     std::string_view id = replyText(e->element[0]);
-    int64_t ms = std::atoll(std::string(id.substr(0, id.find('-'))).c_str());
+    /* (a stream's id is Redis' to check, and goes to 2^64: one written
+     * by hand past 2^53 ms reads as 0) */
+    int64_t ms = num(id.substr(0, id.find('-')));
     std::map<std::string_view, std::string_view> f;
     const redisReply *fields = e->element[1];
     for (size_t k = 0; k + 1 < fields->elements; k += 2) {
