@@ -12,8 +12,8 @@
  * src/core/reply_error.hpp) is "refused": an incident too, requests get
  * the failure policy at once, and a probe that writes, once a second,
  * ends it. A probe unanswered within connect_timeout drops the
- * connection, as a stalled call does. Incidents are logged once, when the link goes down, and once
- * when it is back.
+ * connection, as a stalled call does. Incidents are logged once, when
+ * the link goes down, and once when it is back.
  *
  * Where a link connects to, its locator says (locator.hpp), each time
  * it connects: a fixed address, a name looked up again, the master
