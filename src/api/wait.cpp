@@ -53,13 +53,7 @@ void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept {
     Wait *w = c->w;
     ngx_uint_t ask = c->ask;
     ngx_free(c);
-    if (reply != nullptr) {
-        /* a MOVED: the cluster's map is read again (the API's keys and
-         * the fleet's {fleet} are no request's, and nothing else would
-         * learn that their slot moved) */
-        static_cast<Link *>(ac->data)->heardMoved(
-            static_cast<const redisReply *>(reply));
-    }
+    Link::heardMoved(ac, static_cast<const redisReply *>(reply));
     if (w == nullptr) {
         return;     /* the request went, or its time was up */
     }

@@ -183,21 +183,12 @@ void applyEntry(ZoneSync *zs, const redisReply *entry) {
     shm::forgetKey(zs->w->rmcf, zs->zone, one ? &r : nullptr, &v);
 }
 
-/* A MOVED for the fleet's keys: the cluster's map is read again (no
- * request's call goes to {fleet}, nothing else would learn it moved).
- * (A NULL reply: the connection is going, ac->data with it.) */
-void heard(redisAsyncContext *ac, const redisReply *r) {
-    if (r != nullptr && ac != nullptr && ac->data != nullptr) {
-        static_cast<Link *>(ac->data)->heardMoved(r);
-    }
-}
-
 void synced(redisAsyncContext *ac, void *reply, void *data) noexcept {
     auto *zs = static_cast<ZoneSync *>(data);
     auto *r = static_cast<const redisReply *>(reply);
     zs->reading = false;
     if (!zs->w->exiting) {
-        heard(ac, r);
+        Link::heardMoved(ac, r);
     }
     if (zs->w->exiting || !isArray(r, 5) ||
         r->element[0]->type != REDIS_REPLY_INTEGER ||
@@ -239,7 +230,7 @@ void publishedReply(redisAsyncContext *ac, void *reply,
     zs->publishing = false;
     auto *r = static_cast<const redisReply *>(reply);
     if (!zs->w->exiting) {
-        heard(ac, r);
+        Link::heardMoved(ac, r);
     }
     if (r != nullptr && r->type == REDIS_REPLY_ERROR && !zs->w->exiting) {
         ngx_log_error(NGX_LOG_WARN, zs->w->log, 0,

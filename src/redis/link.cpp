@@ -55,12 +55,15 @@ bool Link::operatorCommand(redisCallbackFn *fn, void *data, int argc,
            redisAsyncCommandArgv(ac_, fn, data, argc, argv, len) == REDIS_OK;
 }
 
-void Link::heardMoved(const redisReply *reply) {
+void Link::heardMoved(const redisAsyncContext *ac, const redisReply *reply) {
+    if (reply == nullptr || ac == nullptr || ac->data == nullptr) {
+        return;
+    }
+    auto *link = static_cast<Link *>(ac->data);
     Redirect to;
-    if (cluster_ != nullptr && reply != nullptr &&
-        reply->type == REDIS_REPLY_ERROR &&
+    if (link->cluster_ != nullptr && reply->type == REDIS_REPLY_ERROR &&
         parseRedirect({reply->str, reply->len}, &to) && !to.ask) {
-        cluster_->moved(to, this);
+        link->cluster_->moved(to, link);
     }
 }
 

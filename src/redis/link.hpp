@@ -99,8 +99,12 @@ public:
      * link). False when it cannot be sent now. */
     bool operatorCommand(redisCallbackFn *fn, void *data, int argc,
                          const char **argv, const size_t *len);
-    /* A reply to one said MOVED: the cluster's map learns it. */
-    void heardMoved(const redisReply *reply);
+    /* A reply to one, on connection ac (its callback's), said MOVED:
+     * the cluster's map learns it (no request's call goes to the slots
+     * of the API's and the fleet's keys: nothing else would). A NULL
+     * reply: the connection is going, ac->data with it. */
+    static void heardMoved(const redisAsyncContext *ac,
+                           const redisReply *reply);
     void timedOut();
 
     /* callbacks */
