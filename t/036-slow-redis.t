@@ -165,15 +165,9 @@ is(code_status(http_get($port, '/slow')), '429 ERROR',
 ok(wait_until(sub { up('slow') == 0 }, timeout => 5, interval => 0.1),
    'lost probe: rl_store_up 0');
 set_delay(60);
-# (a call Redis refuses counts as rejected, not as a call)
-sub evalsha_seen {
-    my ($calls, $rejected) = $r->cli('INFO', 'commandstats')
-        =~ /^cmdstat_evalsha:calls=(\d+).*?rejected_calls=(\d+)/m;
-    return ($calls // 0) + ($rejected // 0);
-}
-my $seen = evalsha_seen();
-ok(wait_until(sub { evalsha_seen() > $seen }, timeout => 5,
-              interval => 0.1),
+my $seen = $r->calls('evalsha', rejected => 1);
+ok(wait_until(sub { $r->calls('evalsha', rejected => 1) > $seen },
+              timeout => 5, interval => 0.1),
    'lost probe: the probe reached Redis (its reply is held)');
 $r->cli('CONFIG', 'SET', 'maxmemory', '0');
 set_delay(0);

@@ -140,11 +140,15 @@ sub cli {
     return $out;
 }
 
+# The calls of a command Redis ran; with rejected => 1, those it refused
+# too (OOM, a paused write...: Redis 7 counts them apart).
 sub calls {
-    my ($self, $command) = @_;
-    my ($n) = $self->cli('INFO', 'commandstats')
-        =~ /^cmdstat_\Q$command\E:calls=(\d+)/m;
-    return $n // 0;
+    my ($self, $command, %opt) = @_;
+    my $line = ($self->cli('INFO', 'commandstats')
+                =~ /^cmdstat_\Q$command\E:(.*)$/m)[0] // '';
+    my ($n) = $line =~ /\bcalls=(\d+)/;
+    my ($rejected) = $line =~ /\brejected_calls=(\d+)/;
+    return ($n // 0) + ($opt{rejected} ? $rejected // 0 : 0);
 }
 
 sub client_count {
