@@ -142,8 +142,12 @@ sub scenario {
         $rej_b++ if tag($e, $na, $nb) eq '429B';
         return now() - $last_ok > 1.1 && $rej_b >= 5;
     }, timeout => 3, interval => 0.01);
+    # A alone: its two tokens, then a rejection, if the three come within
+    # a token (500 ms); a host that stalls longer has refilled one
+    my $ta = now();
     push @out, map { 'a:' . hit("/a/$id?k=$k")->{code} } 1 .. 3;
-    return join(' ', @out) . " | rejected by A: $rej_a, by B: $rej_b";
+    my $slow = now() - $ta >= 0.45 ? ' | slow' : '';
+    return join(' ', @out) . " | rejected by A: $rej_a, by B: $rej_b$slow";
 }
 
 my @todo = @SCEN;
@@ -160,8 +164,10 @@ while (my @batch = splice @todo, 0, 6) {
         my ($s, $child) = @$k;
         my ($a, $b, $za, $zb) = @$s;
         my $out = $child->wait(20);
-        my ($seq, $counts) = split / \| /, $out;
-        is($seq, '200 200 429A 200 200 200 429B a:200 a:200 a:429',
+        my ($seq, $counts, $slow) = split / \| /, $out;
+        my $want = '200 200 429A 200 200 200 429B a:200 a:200 a:429';
+        $want =~ s/a:429\z/a:200/ if $slow && $seq =~ /a:200\z/;
+        is($seq, $want,
            "A $a on $STORE{$za}, B $b on $STORE{$zb}: "
            . "rejections by one rule consume nothing in the other")
             or diag($out);

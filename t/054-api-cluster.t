@@ -19,7 +19,7 @@ my $ng = start_nginx(workers => 2, start => 0, vars => { Seed => $c->seed },
         listen 127.0.0.1:$ServerPort;
         add_header X-RL-Status $rl_status always;
         location /t {
-            rl_rule zone=c key=$http_x_key rate=3r/m algorithm=fixed_window
+            rl_rule zone=c key=$http_x_key rate=3r/h algorithm=fixed_window
                     name=t;
             empty_gif;
         }
@@ -43,7 +43,7 @@ for my $i (0 .. $#M) {
     my $v = $v[$i];
     my @codes = map { code_status(as($v)) } 1 .. 4;
     is_deeply(\@codes, [('200 PASSED') x 3, '429 REJECTED'],
-              "$v (master $i): three a minute");
+              "$v (master $i): three an hour");
     my ($code, $data) = $api->get("1/rules/t/keys/$v");
     is($code, 200, "$v: its state");
     is($data->{remaining}, 0, "$v: read on its master");

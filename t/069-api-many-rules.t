@@ -38,7 +38,7 @@ sub best {
     my ($best, $res);
     for (1 .. 5) {
         my $t0 = time;
-        $res = http_get($port, $path, timeout => 60);
+        $res = http_get($port, $path, -timeout => 60);
         my $t = time - $t0;
         $best = $t if !defined $best || $t < $best;
     }
