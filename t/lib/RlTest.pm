@@ -58,7 +58,7 @@ BEGIN {
 }
 use Test::More ();
 
-use RlTest::Proc qw(now wait_until free_port make_tempdir spawn);
+use RlTest::Proc qw(now a_second wait_until free_port make_tempdir spawn);
 use RlTest::HTTP qw(http_get http_request http_start http_parallel);
 use RlTest::Redis;
 use RlTest::Nginx;
@@ -78,7 +78,7 @@ our @EXPORT = qw(
     run_tests blocks
     start_redis start_nginx start_upstream
     http_get http_request http_start http_parallel
-    wait_until free_port spawn now module_path repo_root
+    wait_until free_port spawn now a_second module_path repo_root
     code_status status_counts metric_value zone_config_test slots_held
     browser_needs browser_run
     $RedisPort $RedisSock $ServerPort $ServerRoot

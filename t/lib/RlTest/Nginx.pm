@@ -8,6 +8,8 @@ package RlTest::Nginx;
 #       workers     => 2,                      # default 1
 #       redis       => $redis,                 # for $RedisPort / $RedisSock
 #       log_level   => 'info',                 # default info (RL_LOG_LEVEL)
+#       ready       => 2,      # wait (3 s at most, asserting nothing) for
+#                              # this many ngx_rl connections to $redis
 #   );
 #   $ng->port; $ng->pid; $ng->dir; $ng->worker_pids;
 #   $ng->reload;                  # HUP, wait until the old workers are gone
@@ -70,6 +72,7 @@ sub new {
         log_level   => $opt{log_level} // $ENV{RL_LOG_LEVEL} // 'info',
         access_log  => $opt{access_log} // 0,
         wait_port   => $opt{wait_port} // 1,
+        ready       => $opt{ready},
         owner       => $$,
     }, $class;
     RlTest::Proc::register($self);
@@ -238,6 +241,13 @@ sub launch {
         $self->_kill_all;
         return (0, "nginx did not come up on port $self->{port} in 10s:\n"
                    . $self->stderr_text . $self->error_log_text);
+    }
+    # each worker connects to Redis as it starts: the first requests
+    # queue behind the handshake within timeout= (100 ms by default),
+    # which a busy host's slow start can eat (run_block does the same)
+    if ((my $want = $self->{ready}) && (my $r = $self->{redis})) {
+        wait_until(sub { $r->client_count('ngx_rl') >= $want },
+                   timeout => 3, interval => 0.02);
     }
     return (1, '');
 }

@@ -15,6 +15,7 @@ use Scalar::Util qw(weaken refaddr);
 use Time::HiRes ();
 
 our @EXPORT_OK = qw(
+    a_second
     now wait_until free_port make_tempdir children_of cmdline_of
     pid_alive reap_pid kill_and_reap spawn register unregister keep_temp
     exec_child tcp_of
@@ -66,6 +67,12 @@ for my $sig (qw(INT TERM HUP)) {
 # ---------------------------------------------------------------- time
 
 sub now { Time::HiRes::time() }
+
+# a_second(): what "within a second" of a one-second cadence (the fleet's
+# read, a renewal tick) may take as a test sees it: the cadence, the
+# requests that look, and a loaded host; more under the sanitizers (their
+# workers run some three times slower)
+sub a_second { $ENV{RL_SANITIZE} ? 2.5 : 1.5 }
 
 # wait_until(sub { ... }, timeout => SECONDS, interval => SECONDS)
 # Returns the first true value of the sub, or undef at the deadline.
