@@ -38,6 +38,16 @@ is(scalar @pids, 2, 'nginx and redis-server wrote their pid files');
 ok(wait_until(sub { (http_get($port, '/health')->{code} // 0) == 200 },
               timeout => 10), 'the example answers');
 
+# the workers name their connections in the handshake: poll for it,
+# before the requests that would queue behind it (timeout=100ms)
+my $n = 0;
+wait_until(sub {
+    my $clients = `redis-cli -p $rport client list`;
+    $n = () = $clients =~ /name=ngx_rl/g;
+    $n == 2;
+}, timeout => 5);
+is($n, 2, 'one connection per worker');
+
 my @codes = map { http_get($port, '/')->{code} } 1 .. 7;
 is_deeply(\@codes, [ (200) x 5, 429, 429 ], '5r/m: 5 pass, then 429');
 my $r = http_get($port, '/');
@@ -57,15 +67,6 @@ is($r->{headers}{'x-ratelimit-limit'}, 10,
 $r = http_get($port, '/rl/1/rules');
 is($r->{code}, 200, 'the operator API answers');
 like($r->{body}, qr/"name":"daily"/, 'with the rules');
-
-# the workers name their connections in the handshake: poll for it
-my $n = 0;
-wait_until(sub {
-    my $clients = `redis-cli -p $rport client list`;
-    $n = () = $clients =~ /name=ngx_rl/g;
-    $n == 2;
-}, timeout => 5);
-is($n, 2, 'one connection per worker');
 
 $out = `$root/docker/run-local stop 2>&1`;
 is($?, 0, 'run-local stop succeeds');

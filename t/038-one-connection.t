@@ -9,7 +9,8 @@ use lib 't/lib';
 use RlTest;
 
 my $r = start_redis();
-my $ng = start_nginx(redis => $r, workers => 1, config => <<'CONF');
+my $ng = start_nginx(redis => $r, workers => 1, ready => 4,
+                     config => <<'CONF');
     rl_zone a redis=127.0.0.1:$RedisPort prefix=a:;
     rl_zone b redis=127.0.0.1:$RedisPort prefix=b: failure=closed;
     rl_zone otherdb redis=127.0.0.1:$RedisPort db=1;

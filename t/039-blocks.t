@@ -11,7 +11,8 @@ use RlTest;
 use Digest::SHA qw(sha1_hex);
 
 my $r = start_redis();
-my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
+my $ng = start_nginx(redis => $r, workers => 2, ready => 2,
+                     config => <<'CONF');
     rl_zone main redis=127.0.0.1:$RedisPort;
     rl_zone other redis=127.0.0.1:$RedisPort prefix=o:;
     rl_zone same redis=127.0.0.1:$RedisPort timeout=1s;

@@ -11,7 +11,8 @@ use RlTest;
 use RlTest::HTTP qw(http_parallel);
 
 my $r = start_redis();
-my $ng = start_nginx(redis => $r, workers => 2, config => <<'CONF');
+my $ng = start_nginx(redis => $r, workers => 2, ready => 2,
+                     config => <<'CONF');
     rl_zone main redis=127.0.0.1:$RedisPort;
     rl_zone local size=1m;
     rl_zone second redis=127.0.0.1:$RedisPort prefix=s:;

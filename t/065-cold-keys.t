@@ -22,7 +22,8 @@ use RlTest;
 use RlTest::Cluster;
 
 my $r = start_redis();
-my $ng = start_nginx(redis => $r, workers => 1, config => <<'CONF');
+my $ng = start_nginx(redis => $r, workers => 1, ready => 1,
+                     config => <<'CONF');
     rl_zone exact redis=127.0.0.1:$RedisPort;
     rl_zone leased redis=127.0.0.1:$RedisPort lease=10s;
     server {
