@@ -293,6 +293,7 @@ sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } 
             open my $fh, '<', $log or return ();
             return <$fh>;
         };
+        my $minute = int(time / 60);
         my @res = map { http_get($p, '/api/x') } 1 .. 105;
         is(codes(@res), join(' ', (200) x 105),
            "$what: step 1: 105 requests, none rejected");
@@ -322,8 +323,11 @@ sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } 
         ok($ng->reload(config => $on), "$what: reload with rl_dry_run off");
         my @after = map { http_get($p, '/api/x') } 1 .. 5;
         my $first = first_reject(@after);
-        ok($first >= 0 && $first <= 1,
-           "$what: step 3: the rule now rejects (" . codes(@after) . ')');
+        # a minute boundary since step 1 weighs its 105 less: more pass
+        my $crossed = int(time / 60) != $minute;
+        ok($first >= 0 && ($first <= 1 || $crossed),
+           "$what: step 3: the rule now rejects (" . codes(@after)
+           . ($crossed ? ', a minute later' : '') . ')');
         ok(wait_until(sub { grep { /" 429 rl=REJECTED rule=per_ip / }
                                  $lines->() }, timeout => 5),
            "$what: logged as REJECTED");

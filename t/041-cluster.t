@@ -134,7 +134,7 @@ my $ng = start_nginx(workers => 2, start => 0,
                      vars => { Seed => $c->seed, Seeds => $c->seeds },
                      config => <<'CONF');
     rl_zone c cluster=$Seed timeout=5s failure=open;
-    rl_zone cl cluster=$Seed timeout=5s failure=open lease=3s;
+    rl_zone cl cluster=$Seed timeout=5s failure=open lease=6s;
     rl_zone ck cluster=$Seeds timeout=1s connect_timeout=1s failure=open;
     server {
         listen 127.0.0.1:$ServerPort;
@@ -338,7 +338,7 @@ for my $case ([ 0, 1 ], [ 1, 0 ]) {
 # ------------------------------------------------------------ (h) leases
 
 {
-    # (a lease of 3 s outlives the 120 requests on a loaded host: one
+    # (a lease of 6 s outlives the 120 requests on a loaded host: one
     # that ended meanwhile on the other worker, its return a moment late
     # on that worker's connection, would make one figure read less,
     # docs/leases.md)

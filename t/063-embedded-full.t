@@ -129,11 +129,11 @@ CONF
        "$na keys use up 1r/d (the least recently used)");
     my @rej = http_parallel($port, \@a);
     is(scalar(grep { $_ == 429 } @rej), $na, 'and are rejected');
-    my $t0 = now();
     is(scalar(grep { $_ == 200 }
               http_parallel($port, [map { "/b?k=b$_" } 1 .. $nb])),
        $nb, "$nb keys of 1r/s");
-    # their buckets are full again a second later
+    # their buckets are full again a second after the last was admitted
+    my $t0 = now();
     select(undef, undef, undef, 1.2 - (now() - $t0)) if now() - $t0 < 1.2;
     my $nc = int($cap * 0.5);
     my @new = http_parallel($port, [map { "/a?k=new$_" } 1 .. $nc]);

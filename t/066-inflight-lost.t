@@ -95,7 +95,7 @@ sub ends {
        'restart: Redis persists nothing (a restart is empty)');
     my $t0 = now();
     $r->restart;
-    put_back($P, 'restart', 'restart', $t0, 3, 30);
+    put_back($P, 'restart', 'restart', $t0, a_second() + 1.5, 30);
     ends('restart', 'restart', @c);
     $ng->stop;
 }
@@ -110,7 +110,7 @@ my $P = $ng->port;
     my @c = held($P, 'flush', 'flush');
     my $t0 = now();
     $r->cli('FLUSHALL');
-    put_back($P, 'flush', 'FLUSHALL', $t0, 1.5, 3);
+    put_back($P, 'flush', 'FLUSHALL', $t0, a_second(), 3);
     ends('flush', 'FLUSHALL', @c);
 }
 
@@ -120,7 +120,7 @@ my $P = $ng->port;
     my $t0 = now();
     $r->cli('SCRIPT', 'FLUSH');
     $r->cli('FLUSHALL');
-    put_back($P, 'noscript', 'SCRIPT FLUSH, FLUSHALL', $t0, 1.5,
+    put_back($P, 'noscript', 'SCRIPT FLUSH, FLUSHALL', $t0, a_second(),
              3);
     ends('noscript', 'SCRIPT FLUSH, FLUSHALL', @c);
 }
@@ -133,7 +133,8 @@ my $P = $ng->port;
     $r->cli('FLUSHALL');
     my $zadd = $r->calls('zadd');
     $r->kill('STOP');
-    select undef, undef, undef, 1.2;    # a tick (1 s) passed
+    # a tick (1 s) passed (the renewal waits in the socket, unseen)
+    select undef, undef, undef, a_second();
     $up->release('behind');
     my @codes = map { $_->result(10)->{code} } @c;
     $r->kill('CONT');
