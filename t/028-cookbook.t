@@ -74,9 +74,12 @@ sub adapt {
           . "error_log logs/error.log info;\n" . $conf;
     $conf =~ s{redis=127\.0\.0\.1:6379\b}{'redis=127.0.0.1:' . $r->port}ge;
     # a host that stalls past the default 100ms must not turn a recipe's
-    # decisions into timeouts: a zone that names no timeout waits 5s here
+    # decisions into timeouts: a zone waits 5s here, whether it names no
+    # timeout or one in ms (the recipes' 100ms)
     $conf =~ s{^(\s*rl_zone\s[^;]*redis=[^;]*);}
-              {my $z = $1; $z =~ /\btimeout=/ ? "$z;" : "$z timeout=5s;"}gme;
+              {my $z = $1;
+               $z =~ s/\btimeout=\d+ms\b/timeout=5s/;
+               $z =~ /\btimeout=/ ? "$z;" : "$z timeout=5s;"}gme;
     $conf =~ s{^(\s*listen\s+)(?:127\.0\.0\.1:)?(\d+)}
               {$1 . '127.0.0.1:' . $map->($2)}gme;
     $conf =~ s{(http://127\.0\.0\.1:)(\d+)}{$1 . $map->($2)}ge;
