@@ -84,6 +84,22 @@ def rows(driver, table):
         "    return td.innerText; }); });", table)
 
 
+def click_row(driver, rows_css, first, inner=None, timeout=15.0):
+    """Clicks the first row of rows_css whose first cell's text passes
+    first(text), or the element at XPath inner within it. The page
+    redraws its tables every two seconds: a row replaced between its
+    finding and its click is found again (until's retry on a stale
+    element). True once clicked."""
+    def attempt():
+        for tr in driver.find_elements(By.CSS_SELECTOR, rows_css):
+            tds = tr.find_elements(By.TAG_NAME, "td")
+            if tds and first(tds[0].text):
+                (tr.find_element(By.XPATH, inner) if inner else tr).click()
+                return True
+        return False
+    return until(attempt, timeout=timeout)
+
+
 def rule_cells(driver, name):
     for r in rows(driver, "rules"):
         if r and r[0].split(" ")[0] == name:

@@ -27,7 +27,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashboard  # noqa: E402
-from dashboard import report, rows, severe, status_of, until  # noqa: E402
+from dashboard import (click_row, report, rows, severe,  # noqa: E402
+                       status_of, until)
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -151,11 +152,8 @@ def run(driver, args):
                  == str(args.fleet_rejected)), "back to the fleet's")
 
     # --------------------------------------- try the what-if's limit
-    tr = until(lambda: [e for e in driver.find_elements(
-        By.CSS_SELECTOR, "#rules tbody tr.rule")
-        if e.find_element(By.TAG_NAME, "td").text.split("\n")[0]
-        .split(" ")[0] == rule])
-    tr[0].click()
+    click_row(driver, "#rules tbody tr.rule",
+              lambda text: text.split("\n")[0].split(" ")[0] == rule)
     report(until(lambda: text_of(driver, "ruleof").startswith(rule)),
            "the rule picked", text_of(driver, "ruleof"))
     Select(driver.find_element(By.ID, "whatif")).select_by_visible_text(

@@ -23,7 +23,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashboard  # noqa: E402
-from dashboard import report, rows, severe, status_of, until  # noqa: E402
+from dashboard import (click_row, report, rows, severe,  # noqa: E402
+                       status_of, until)
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -47,13 +48,9 @@ def run(driver, args):
         top = until(lambda: [r for r in rows(driver, "top")
                              if r and r[0] == key])
         report(top, "the top list shows %r" % key, rows(driver, "top"))
-        buttons = driver.find_elements(By.CSS_SELECTOR, "#top tbody tr")
-        row = [b for b in buttons
-               if b.find_elements(By.CSS_SELECTOR, "td")
-               and b.find_elements(By.CSS_SELECTOR, "td")[0].text == key]
-        if not row:
+        if not click_row(driver, "#top tbody tr", lambda text: text == key,
+                         inner=".//button[text()='look up']"):
             continue
-        row[0].find_element(By.XPATH, ".//button[text()='look up']").click()
         state = until(lambda: driver.find_element(By.ID, "keystate").text)
         report(state and "remaining" in state and "0" in state,
                "%r looked up: its state" % key, state)
