@@ -57,6 +57,7 @@ BEGIN {
     Test::Base->import;
 }
 use Test::More ();
+use File::Temp ();
 
 use RlTest::Proc qw(now a_second wait_until free_port make_tempdir spawn);
 use RlTest::HTTP qw(http_get http_request http_start http_parallel);
@@ -126,8 +127,14 @@ sub browser_needs {
 # $least steps. Returns how many it ran.
 sub browser_run {
     my ($script, $least, @args) = @_;
-    open my $fh, '-|', '/usr/bin/python3', repo_root() . "/t/lib/$script",
-        @args or die "python3: $!";
+    # its stderr (a traceback) kept, and told as diagnostics if it fails
+    my $err = File::Temp->new;
+    open my $stderr, '>&', \*STDERR or die "dup: $!";
+    open STDERR, '>', $err->filename or die "$err: $!";
+    my $started = open my $fh, '-|', '/usr/bin/python3',
+        repo_root() . "/t/lib/$script", @args;
+    open STDERR, '>&', $stderr or die "dup: $!";
+    die "python3: $!" unless $started;
     my $steps = 0;
     while (my $line = <$fh>) {
         chomp $line;
@@ -139,7 +146,13 @@ sub browser_run {
         }
     }
     close $fh;
-    Test::More::is($?, 0, 'the browser run ends well');
+    my $status = $?;
+    open my $in, '<', $err->filename;
+    my @err = grep { !/^#\d+ 0x[0-9a-f]+ <unknown>$/ } <$in>;
+    print STDERR @err;
+    Test::More::is($status, 0, 'the browser run ends well')
+        or Test::More::diag(join '', @err[($#err > 15 ? $#err - 15 : 0)
+                                          .. $#err]);
     Test::More::ok($steps >= $least, "every step of it ran ($steps)");
     return $steps;
 }
