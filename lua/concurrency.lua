@@ -24,8 +24,8 @@
 --   reset  0 (the driver's check of one more gives RETRY when nothing
 --          is left after the request)
 --   retry  RETRY, 100 ms (src/core/algorithm.hpp kInflightRetryUs): a
---          slot frees as soon as any request of the key ends; the
---          module's deny cache keeps a rejection that long
+--          slot frees as soon as any request of the key ends (the
+--          module's deny cache never keeps such a rejection)
 --   delay  0
 --   TTL    H (the key's is set at the end of the call: until its last
 --          slot expires)

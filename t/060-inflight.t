@@ -143,7 +143,7 @@ my $P = $ng->port;
     close $_->{sock} for @c;    # the clients go away
     ok(wait_until(sub { live($r) == 0 }, timeout => 5),
        'aborted by their clients: their slots go');
-    # (the 429 is kept in the deny cache for 100 ms at most)
+    # (the 429 is never kept in the deny cache)
     ok(wait_until(sub { http_get($P, '/in?key=abort&ms=1')->{code} == 200 },
                   timeout => 2), 'and admit again');
     $up->release('abort');

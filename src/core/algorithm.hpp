@@ -79,8 +79,8 @@ int64_t periodEnd(const Params& p, int64_t nowUs);
 
 /* A concurrency rule's retry, and its figures' reset when nothing is
  * left: a slot frees as soon as any request of the key ends, so the
- * client is told to come back in a second (Retry-After: 1) and the deny
- * cache keeps the rejection this long only. */
+ * client is told to come back in a second (Retry-After: 1); the deny
+ * cache never keeps such a rejection (a freed slot is used at once). */
 inline constexpr int64_t kInflightRetryUs = 100000;
 
 /* A manual block's retry: what it has left, at most a minute (lua/rl.lua

@@ -348,10 +348,12 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
 }
 
 /* Rules the deny cache can answer for: Redis zones, enforced, of a
- * constant cost. */
+ * constant cost, rate rules. Not an in-flight rule: a slot freed
+ * anywhere must be open to the next request at once (SPEC 9). */
 bool cacheable(ngx_http_rl_ctx_t *ctx, const ngx_http_rl_group_t *g,
                const ngx_http_rl_rule_t *rule) {
     return !ngx_http_rl_embedded(g->zone) && rule->cost_cv == nullptr &&
+           rule->algorithm != RL_ALGORITHM_CONCURRENCY &&
            !ngx_http_rl_dry_run(ctx, rule);
 }
 

@@ -20,9 +20,22 @@ and answers HTTP/1.x, one request per connection:
                          "seen": requests, "tokens": sum of T answered}
   GET /reset             forgets every key
 
+and, as a backend of a given capacity (the adaptive limits' tests and
+bench/adaptive):
+
+  GET /work[?ms=S]       served C at once, S ms each (default 50), the
+                         rest queued first come first served; a request
+                         whose client goes away while queued leaves the
+                         queue
+  GET /capacity?c=C[&ms=S]  sets C (default 8) and S; those served go on
+  GET /capacity/stats    {"c", "ms", "now": served at once, "queued",
+                         "max": most inside at once (served + queued),
+                         "served", "gone": clients gone meanwhile}
+
 Standard library only (Debian's /usr/bin/python3 runs it)."""
 
 import asyncio
+import collections
 import json
 import os
 import sys
@@ -30,6 +43,67 @@ import urllib.parse
 
 STATS = {}      # key -> {"now", "max", "seen", "tokens"}
 TAGS = {}       # tag -> asyncio.Event
+
+
+class Capacity:
+    """C requests served at once, the rest waiting in arrival order."""
+
+    def __init__(self):
+        self.c, self.ms = 8, 50
+        self.busy = 0
+        self.waiting = collections.deque()   # futures, oldest first
+        self.max = self.served = self.gone = 0
+
+    def stats(self):
+        return {"c": self.c, "ms": self.ms, "now": self.busy,
+                "queued": len(self.waiting), "max": self.max,
+                "served": self.served, "gone": self.gone}
+
+    def set(self, c, ms):
+        self.c, self.ms = c, ms
+        self.wake()
+
+    def wake(self):
+        while self.busy < self.c and self.waiting:
+            f = self.waiting.popleft()
+            if not f.done():
+                self.busy += 1
+                f.set_result(True)
+
+    async def serve(self, reader, ms):
+        """True once served; False if the client went away first."""
+        self.max = max(self.max, self.busy + len(self.waiting) + 1)
+        gone = asyncio.ensure_future(reader.read(1))
+        try:
+            if self.busy < self.c and not self.waiting:
+                self.busy += 1
+            else:
+                turn = asyncio.get_running_loop().create_future()
+                self.waiting.append(turn)
+                done, _ = await asyncio.wait(
+                    {turn, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if turn not in done:
+                    turn.cancel()
+                    self.gone += 1
+                    return False
+            try:
+                work = asyncio.ensure_future(asyncio.sleep(ms / 1000.0))
+                done, _ = await asyncio.wait(
+                    {work, gone}, return_when=asyncio.FIRST_COMPLETED)
+                work.cancel()
+                if work not in done:
+                    self.gone += 1
+                    return False
+                self.served += 1
+                return True
+            finally:
+                self.busy -= 1
+                self.wake()
+        finally:
+            gone.cancel()
+
+
+CAPACITY = Capacity()
 
 
 def stats(key):
@@ -94,6 +168,16 @@ async def serve(reader, writer):
                         s["tokens"] += int(q["tokens"])
                 await answer(writer, int(q.get("status", "200")),
                              b"held\n", headers)
+        elif url.path == "/work":
+            ms = int(q.get("ms", CAPACITY.ms))
+            if await CAPACITY.serve(reader, ms):
+                await answer(writer, 200, b"worked\n")
+        elif url.path == "/capacity":
+            CAPACITY.set(int(q.get("c", CAPACITY.c)),
+                         int(q.get("ms", CAPACITY.ms)))
+            await answer(writer, 200, json.dumps(CAPACITY.stats()).encode())
+        elif url.path == "/capacity/stats":
+            await answer(writer, 200, json.dumps(CAPACITY.stats()).encode())
         elif url.path == "/release":
             TAGS.setdefault(q.get("tag", ""), asyncio.Event()).set()
             await answer(writer, 200, b"released\n")
@@ -105,6 +189,7 @@ async def serve(reader, writer):
         elif url.path == "/reset":
             STATS.clear()
             TAGS.clear()
+            CAPACITY.max = CAPACITY.served = CAPACITY.gone = 0
             await answer(writer, 200, b"reset\n")
         else:
             await answer(writer, 404, b"no such path\n")

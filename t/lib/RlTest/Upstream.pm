@@ -10,6 +10,8 @@ package RlTest::Upstream;
 #   $up->stats('k');       # { now => 0, max => 3, seen => 9, tokens => 40 }
 #   $up->release('tag');   # ends the requests held with until=tag
 #   $up->reset;
+#   $up->capacity(8, 50);  # /work serves 8 at once, 50 ms each
+#   $up->capacity_stats;   # { c => 8, max => 8, served => 900, ... }
 #   $up->stop;             # (also done at exit)
 
 use strict;
@@ -48,9 +50,7 @@ sub log_text { RlTest::Nginx::_slurp("$_[0]{dir}/upstream.log") }
 
 sub stats {
     my ($self, $key) = @_;
-    my $body = http_get($self->{port}, "/stats?key=$key")->{body} // '';
-    my %s = $body =~ /"(\w+)": (\d+)/g;
-    return \%s;
+    return _json_numbers(http_get($self->{port}, "/stats?key=$key")->{body});
 }
 
 sub release {
@@ -59,6 +59,23 @@ sub release {
 }
 
 sub reset { http_get($_[0]{port}, '/reset')->{code} }
+
+sub _json_numbers {
+    my ($body) = @_;
+    my %s = ($body // '') =~ /"(\w+)": (\d+)/g;
+    return \%s;
+}
+
+sub capacity {
+    my ($self, $c, $ms) = @_;
+    my $q = "c=$c" . (defined $ms ? "&ms=$ms" : '');
+    return _json_numbers(http_get($self->{port}, "/capacity?$q")->{body});
+}
+
+sub capacity_stats {
+    my ($self) = @_;
+    return _json_numbers(http_get($self->{port}, '/capacity/stats')->{body});
+}
 
 sub stop { $_[0]->stop_child }
 

@@ -1,0 +1,88 @@
+package RlTest::Load;
+
+# Closed-loop clients with a deadline (t/lib/load.py): how many answers
+# a second came back within it, and their latencies, as the in-flight
+# and adaptive limits' tests measure them.
+#
+#   my $load = RlTest::Load->start(
+#       urls => ["http://127.0.0.1:$p1/w", ...], clients => 48,
+#       seconds => 10, deadline => 1, pause_ms => 0,
+#       groups => ['4:X-Priority=0', '44:X-Priority=3']);
+#   $load->finish;                   # waits for the run's end
+#   $load->stats(from => 3, to => 10, group => 1);
+#       # { goodput => 150.2, p50 => 0.051, p90 => 0.06, p99 => 0.1,
+#       #   codes => { 200 => 1000, 503 => 50 }, requests => 1050 }
+#   $load->series(step => 1);       # the same per second, in order
+
+use strict;
+use warnings;
+
+use File::Basename ();
+use JSON::PP ();
+use POSIX ();
+use RlTest::Proc qw(make_tempdir exec_child wait_until reap_pid);
+use RlTest::Upstream ();
+
+my $SCRIPT = File::Basename::dirname(__FILE__) . '/../load.py';
+my $JSON = JSON::PP->new;
+
+sub start {
+    my ($class, %o) = @_;
+    my $dir = make_tempdir('load');
+    my $self = bless { dir => $dir, out => "$dir/requests",
+                       seconds => $o{seconds} // 10 }, $class;
+    my @cmd = ($RlTest::Upstream::PYTHON, $SCRIPT, 'run', $self->{out},
+               '--url', join(',', @{ $o{urls} }),
+               '--clients', $o{clients} // 48,
+               '--seconds', $self->{seconds},
+               '--deadline', $o{deadline} // 1,
+               '--pause-ms', $o{pause_ms} // 0,
+               map { ('--group', $_) } @{ $o{groups} // [] });
+    $self->{pid} = exec_child(\@cmd, "$dir/load.log");
+    return $self;
+}
+
+# waits for the clients' end (their seconds, plus a deadline and some);
+# dies if they did not write their requests
+sub finish {
+    my ($self) = @_;
+    my $pid = $self->{pid};
+    wait_until(sub { waitpid($pid, POSIX::WNOHANG()) == $pid },
+               timeout => $self->{seconds} + 30)
+        or die "load.py did not end: " . $self->log_text;
+    die "load.py wrote nothing: " . $self->log_text unless -e $self->{out};
+    return $self;
+}
+
+sub log_text {
+    my ($self) = @_;
+    open my $fh, '<', "$self->{dir}/load.log" or return '';
+    local $/;
+    return <$fh>;
+}
+
+sub _ask {
+    my ($self, @args) = @_;
+    open my $fh, '-|', $RlTest::Upstream::PYTHON, $SCRIPT, @args,
+        $self->{out} or die "load.py: $!";
+    my @lines = <$fh>;
+    close $fh;
+    return map { $JSON->decode($_) } @lines;
+}
+
+sub stats {
+    my ($self, %o) = @_;
+    my @a = ('stats');
+    push @a, '--from', $o{from} if defined $o{from};
+    push @a, '--to', $o{to} if defined $o{to};
+    push @a, '--group', $o{group} if defined $o{group};
+    my ($s) = $self->_ask(@a);
+    return $s;
+}
+
+sub series {
+    my ($self, %o) = @_;
+    return $self->_ask('series', '--step', $o{step} // 1);
+}
+
+1;
