@@ -44,10 +44,20 @@
 --   fewer held than there are), as the meters share their GET and SET
 --   (lua/meter.lua).
 -- A slot is a member of one key only: a request holds one slot per rule.
+--
+-- Priorities (concurrency=auto, SPEC section 13): delay is the request's
+-- level p (0 to 3; 0 for any other in-flight rule); it is admitted
+-- while the slots live are below N x SHARES[p] percent, i.e. fewer than
+-- ceil(N x share / 100) (src/core/adaptive.hpp capOf), and left is
+-- counted from that.
+-- auto(key, min, max) -> N: an auto rule's N, the fleet's, kept beside
+--   its slots in the hash key .. ':a' (lua/adaptive.lua moves it), min
+--   when there is none; read once per key and call.
 
 local M = { slot = true }
 
 local RETRY = 100000
+local SHARES = { 90, 75, 50 }
 
 local function fmt(x)
     return string.format('%.0f', x)
@@ -76,11 +86,29 @@ function M.check(key, now, limit, hold, burst, cost, delay, slot)
         e.at = now
     end
     local live = e.n + e.k
+    if delay > 0 then
+        limit = math.floor((limit * SHARES[delay] + 99) / 100)
+    end
     local left = limit > live and limit - live or 0
     if live + cost > limit then
         return false, left, RETRY, RETRY, 0
     end
     return true, left, 0, 0, 0, hold, { e, now + hold, slot }
+end
+
+function M.auto(key, min, max)
+    local e = entry(key)
+    local n = e.N
+    if n == nil then
+        n = tonumber(redis.call('HGET', key .. ':a', 'n')) or min
+        if n < min then
+            n = min
+        elseif n > max then
+            n = max
+        end
+        e.N = n
+    end
+    return n
 end
 
 -- ttl: the TTL the driver gives, H less the request's age: the key's

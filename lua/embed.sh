@@ -70,3 +70,9 @@ printf '    ""\n'
 printf '\n#define NGX_HTTP_RL_FLEET_SCRIPT \\\n'
 escape "$dir/fleet.lua"
 printf '    ""\n'
+
+# concurrency=auto's law for a fleet (SPEC section 13), sent with EVAL
+# on its own once an interval.
+printf '\n#define NGX_HTTP_RL_ADAPTIVE_SCRIPT \\\n'
+escape "$dir/adaptive.lua"
+printf '    ""\n'

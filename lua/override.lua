@@ -48,7 +48,8 @@ local function parse(v, on)
             return nil
         end
     end
-    return { v[1], n, v[3], burst, v[5], v[6], text, true }
+    -- (concurrency=auto's: at N, not the fleet's: its plain algorithm)
+    return { v[12] or v[1], n, v[3], burst, v[5], v[6], text, true }
 end
 
 return function(v, on)

@@ -38,9 +38,12 @@
 --           live limit of 0, which rejects every request; see spec()),
 --           window_us W, burst B, delay D, flags (1: a dry run; 2: B
 --           is N's default, and follows an override of N; 4: a
---           calendar rule, its records carry bounds), the length
---           of the algorithm's name, packed like ARGV[1], then the
---           algorithm's name and the rule's (see src/core/script.hpp)
+--           calendar rule, its records carry bounds; 16:
+--           concurrency=auto, N is the fleet's, read beside its slots,
+--           N its min and B its max), the length of the algorithm's
+--           name, packed like ARGV[1], then the algorithm's name and
+--           the rule's (see src/core/script.hpp); a concurrency rule's
+--           D is its request's priority level (lua/concurrency.lua)
 -- ARGV[#ARGV] "refund" for a refund: give back what each request's
 --           decision, made at its time t, counted (another zone
 --           rejected it), and release its slots (the request ended);
@@ -93,11 +96,12 @@
 --              us; else minus the delay before serving it (delay=), 0
 --              for none
 --          then, only if a key value's override (lua/override.lua) decided
---          some rules or a lease was granted, in the order decided: for
---          an override, its rule's index among the call's rules (0: the
---          first rule of the first request) and the limit N it was
---          decided with; for a lease, minus (1 + the index of the last
---          rule of its request) and the units granted
+--          some rules, an auto rule was decided, or a lease was granted,
+--          in the order decided: for an override (or an auto rule), its
+--          rule's index among the call's rules (0: the first rule of the
+--          first request) and the limit N it was decided with; for a
+--          lease, minus (1 + the index of the last rule of its request)
+--          and the units granted
 -- A request is admitted only if every rule that is not a dry run admits
 -- it; then every rule that admits it counts it (a dry-run rule that would
 -- reject it takes nothing, and never delays), otherwise none does (a
@@ -168,8 +172,9 @@ do
 end
 
 -- SPECS[s]: spec s read, { algorithm, limit, window, burst, delay, dry,
--- the spec's text }, once per call; or an error reply
-local SPECS = {}
+-- the spec's text }, once per call; or an error reply. AUTO_N: the N
+-- an auto rule's last check read (concurrency=auto)
+local SPECS, AUTO_N = {}, nil
 local function spec(s)
     local text = s >= 1 and s < last and ARGV[AO + s + 1]
     if not text or #text <= 48 then
@@ -195,12 +200,29 @@ local function spec(s)
                 refund = alg.slot and alg.refund or function() end,
                 renew = alg.renew, slot = alg.slot }
     end
+    if flags >= 16 and alg.slot then
+        -- concurrency=auto (SPEC section 13): N is the fleet's, read
+        -- beside the slots (limit is its min, burst its max); the
+        -- trailer says it (AUTO_N, below)
+        local slots = alg
+        alg = { check = function(key, now, limit, hold, b, cost, d, slot)
+                    AUTO_N = slots.auto(key, limit, b)
+                    return slots.check(key, now, AUTO_N, hold, b, cost, d,
+                                       slot)
+                end,
+                commit = slots.commit, refund = slots.refund,
+                renew = slots.renew, slot = true }
+    end
     local v = { alg, limit, window, burst, delay, flags % 2 == 1, text }
     -- ([8] and [9]: an override's, lua/override.lua; [10]: a calendar
     -- rule's records carry bounds, set apart: the table of every other
-    -- spec stays as small)
-    if flags >= 4 then
+    -- spec stays as small; [11]: concurrency=auto, [12] its algorithm
+    -- at a given N, an override's)
+    if flags % 8 >= 4 then
         v[10] = true
+    end
+    if flags >= 16 then
+        v[11], v[12] = true, algorithm(name)
     end
     SPECS[s] = v
     return v
@@ -495,6 +517,7 @@ for pass = refunding and 1 or 2, 2 do
                     blk = blocked(key, alg, k)
                 end
             end
+            local auto
             if blk and #blk == 1 then
                 blk = blk[1]
                 ok, left, reset, retry = false, 0, blk, blk
@@ -503,10 +526,12 @@ for pass = refunding and 1 or 2, 2 do
                     local o = OVR[key]
                     if o then
                         v = ovr(v, o)
+                        alg = v[1]
                     end
                 end
                 ok, left, reset, retry, wait, ttl, a, b, c =
                     alg.check(key, now, v[2], v[3], v[4], cost, v[5], slot)
+                auto = v[11] and AUTO_N
             end
             if ok then
                 if cost > 0 then
@@ -552,6 +577,10 @@ for pass = refunding and 1 or 2, 2 do
             if ovr and v[8] then
                 trailer = trailer or {}
                 trailer[#trailer + 1] = struct.pack('<dd', np - 1, v[2])
+            elseif auto then
+                -- the fleet's N it was decided with (concurrency=auto)
+                trailer = trailer or {}
+                trailer[#trailer + 1] = struct.pack('<dd', np - 1, auto)
             end
         else
             -- stacked rules (or a refund): each checked as its record is
@@ -638,7 +667,7 @@ for pass = refunding and 1 or 2, 2 do
                     pending[4 * i - 1], pending[4 * i] = cost, slot
                 else
                     local alg = v[1]
-                    local ok, left, reset, retry, wait, ttl, a, b, c
+                    local ok, left, reset, retry, wait, ttl, a, b, c, auto
                     local blk = STATE[key]
                     if blk == nil then
                         blk = blocked(key, v[1], k)
@@ -651,11 +680,13 @@ for pass = refunding and 1 or 2, 2 do
                             local o = OVR[key]
                             if o then
                                 v = ovr(v, o)
+                                alg = v[1]
                             end
                         end
                         ok, left, reset, retry, wait, ttl, a, b, c =
                             alg.check(key, now, v[2], v[3], v[4], cost, v[5],
                                       slot)
+                        auto = v[11] and AUTO_N
                     end
                     if ok then
                         retry = -wait
@@ -701,6 +732,10 @@ for pass = refunding and 1 or 2, 2 do
                         trailer = trailer or {}
                         trailer[#trailer + 1] =
                             struct.pack('<dd', np - 1, v[2])
+                    elseif auto then
+                        trailer = trailer or {}
+                        trailer[#trailer + 1] =
+                            struct.pack('<dd', np - 1, auto)
                     end
                 end
             end

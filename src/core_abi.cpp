@@ -134,12 +134,14 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
                              const char *name, size_t name_len,
                              uint64_t limit, uint64_t window_us,
                              uint64_t burst, uint64_t delay, int dry,
-                             int burst_follows, int calendar) noexcept {
+                             int burst_follows, int kind) noexcept {
     return rl::writeSpec(out,
                          rl::algorithmName(static_cast<rl::Algorithm>(
                              algorithm)),
                          {name, name_len}, limit, window_us, burst, delay,
-                         dry != 0, burst_follows != 0, calendar != 0);
+                         dry != 0, burst_follows != 0,
+                         (kind & RL_SPEC_CALENDAR) != 0,
+                         (kind & RL_SPEC_ADAPTIVE) != 0);
 }
 
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,

@@ -107,6 +107,9 @@ typedef struct {
     ngx_atomic_t                inflight;   /* rl_inflight: slots held */
     ngx_atomic_t                charges[NGX_HTTP_RL_CHARGE_RESULTS];
     ngx_atomic_t                charge_warned; /* minute of the last warn */
+    /* concurrency=auto (SPEC 13): by priority level, passed and
+     * rejected (src/http/adaptive.cpp) */
+    ngx_atomic_t                priority[4][2];
 } ngx_http_rl_rule_stats_t;
 
 
@@ -210,6 +213,10 @@ typedef struct {
     void                       *live;       /* what this worker makes of
                                                its name's live limit and
                                                trial (live.cpp) */
+    void                       *adaptive;   /* concurrency=auto (SPEC 13,
+                                               adaptive_conf.cpp): its
+                                               bounds, priority and
+                                               specs; NULL otherwise */
     ngx_uint_t                  order;      /* in rmcf->rules */
     u_char                     *file;       /* where it was written */
     ngx_uint_t                  line;
@@ -244,6 +251,10 @@ typedef struct {
     ngx_shm_zone_t             *leases;     /* the lease table, if any */
     ngx_shm_zone_t             *top;        /* top limited keys (rl_api) */
     ngx_shm_zone_t             *live;       /* live limits and trials */
+    ngx_shm_zone_t             *adaptive;   /* concurrency=auto's table
+                                               (shm/adaptive.hpp) */
+    void                       *adaptive_worker; /* worker 0's
+                                               (fleet/adaptive.cpp) */
     ngx_uint_t                  api;        /* a location has rl_api */
     void                       *lease_worker; /* per worker (lease.cpp) */
     void                       *inflight_worker; /* (inflight.cpp) */
@@ -352,6 +363,11 @@ typedef struct ngx_http_rl_ctx_s {
     ngx_uint_t                  status;     /* NGX_HTTP_RL_STATUS_* */
     ngx_int_t                   rc;         /* NGX_DECLINED or status */
     ngx_int_t                   binding;    /* rule index, or -1 */
+    u_char                     *levels;     /* concurrency=auto: each
+                                               rule's priority level */
+    int64_t                     admitted_us; /* (adaptive.cpp) when an
+                                               auto rule admitted it, */
+    int64_t                     responded_us; /* its upstream's header */
     unsigned                    waiting:1;
     unsigned                    delaying:1;
     unsigned                    refunding:1; /* waits for its refunds */
@@ -359,6 +375,7 @@ typedef struct ngx_http_rl_ctx_s {
     unsigned                    finished:1;
     unsigned                    headers_done:1;
     unsigned                    charged:1;  /* its charges went */
+    unsigned                    sampled:1;  /* its auto rules' samples */
 } ngx_http_rl_ctx_t;
 
 
@@ -430,6 +447,21 @@ ngx_http_rl_reset_seconds(const ngx_http_rl_ctx_t *ctx)
                            ? o->retry_ms : o->reset_ms);
 }
 
+
+/* adaptive.cpp: a proxied request's response header is being sent (the
+ * end of its latency, for concurrency=auto's samples). */
+void ngx_http_rl_adaptive_responded(ngx_http_request_t *r,
+    ngx_http_rl_ctx_t *ctx) RL_NOEXCEPT;
+
+/* adaptive_conf.cpp: concurrency=auto (SPEC 13). conf: min=, max=,
+ * target= and priority= as written (text[0..3], empty: not given) read
+ * into rule->adaptive, rule->limit set to min and rule->burst to max;
+ * specs: the specs of each priority level, made once the rule's spec
+ * is. */
+char *ngx_http_rl_adaptive_conf(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
+    ngx_str_t *text) RL_NOEXCEPT;
+char *ngx_http_rl_adaptive_specs(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
+    RL_NOEXCEPT;
 
 /* calendar_conf.cpp: calendar rules (SPEC 12). conf: the rule's rate
  * per `per` ("h", "d", "w", "month", "y"), "tz=ZONE" and "anchor=..."
@@ -650,6 +682,17 @@ ngx_int_t ngx_http_rl_fleet_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_fleet_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_fleet_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+
+/* concurrency=auto (SPEC 13): its table's zone (shm/adaptive.cpp: its
+ * size, 0 without an auto rule), worker 0's interval
+ * (fleet/adaptive.cpp) */
+size_t ngx_http_rl_adaptive_size(ngx_http_rl_main_conf_t *rmcf)
+    RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_adaptive_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_adaptive_init(ngx_cycle_t *cycle,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_adaptive_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 
 /* request.cpp: deciding a request */
 ngx_int_t ngx_http_rl_decide(ngx_http_request_t *r,

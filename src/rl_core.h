@@ -86,12 +86,15 @@ const char *rl_script_sha(void) RL_NOEXCEPT;
 /* A rule's spec for the script (src/core/script.hpp writeSpec):
  * rl_spec_len(algorithm, name_len) bytes, written by rl_spec_write,
  * which returns the end. burst_follows: burst is the limit's default
- * (a key value's override of the limit changes it too). */
+ * (a key value's override of the limit changes it too). kind: what the
+ * rule is besides (RL_SPEC_*). */
+#define RL_SPEC_CALENDAR    1   /* its records carry bounds (SPEC 12) */
+#define RL_SPEC_ADAPTIVE    2   /* concurrency=auto (SPEC 13) */
 size_t rl_spec_len(int algorithm, size_t name_len) RL_NOEXCEPT;
 unsigned char *rl_spec_write(unsigned char *out, int algorithm,
     const char *name, size_t name_len, uint64_t limit, uint64_t window_us,
     uint64_t burst, uint64_t delay, int dry, int burst_follows,
-    int calendar) RL_NOEXCEPT;
+    int kind) RL_NOEXCEPT;
 
 /* Decodes one request's part of an EVALSHA reply (a hiredis
  * redisReply *), its rules of these costs, dry runs or not, within these

@@ -173,7 +173,8 @@ size_t logSlots(const Params& p) {
     case Algorithm::SlidingLog:
         return static_cast<size_t>(p.limit);
     case Algorithm::Concurrency:
-        return 2 * static_cast<size_t>(p.limit);
+        /* concurrency=auto: its max (burst), whatever N is now */
+        return 2 * static_cast<size_t>(std::max(p.limit, p.burst));
     default:
         return 0;
     }

@@ -37,6 +37,11 @@ std::string_view fleetScriptText() {
     return {kText, sizeof(kText) - 1};
 }
 
+std::string_view adaptiveScriptText() {
+    static constexpr char kText[] = NGX_HTTP_RL_ADAPTIVE_SCRIPT;
+    return {kText, sizeof(kText) - 1};
+}
+
 std::string_view scriptSha() {
     /* Computed on first use (configuration time, in the master). */
     static const struct Hex {
@@ -71,13 +76,14 @@ unsigned char* putDouble(unsigned char* p, double v) {
 unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
                          std::string_view rule, uint64_t limit,
                          uint64_t windowUs, uint64_t burst, uint64_t delay,
-                         bool dry, bool burstFollows, bool calendar) {
+                         bool dry, bool burstFollows, bool calendar,
+                         bool adaptive) {
     p = putDouble(p, static_cast<double>(limit));
     p = putDouble(p, static_cast<double>(windowUs));
     p = putDouble(p, static_cast<double>(burst));
     p = putDouble(p, static_cast<double>(delay));
     p = putDouble(p, (dry ? 1 : 0) + (burstFollows ? 2 : 0) +
-                         (calendar ? 4 : 0));
+                         (calendar ? 4 : 0) + (adaptive ? 16 : 0));
     p = putDouble(p, static_cast<double>(algorithm.size()));
     std::memcpy(p, algorithm.data(), algorithm.size());
     p += algorithm.size();

@@ -29,14 +29,18 @@
  *   limit, window in us, burst, delay, flags (1: a dry run; 2: burst is
  *   the limit's default, and follows a key value's override of the
  *   limit; 4: a calendar rule, SPEC section 12: its records carry their
- *   period's bounds), the length of the algorithm's name, packed like
- *   the head,
+ *   period's bounds; 16: concurrency=auto, SPEC section 13: N is the
+ *   fleet's, read in Redis, limit is its min and burst its max), the
+ *   length of the algorithm's name, packed like the head,
  *   then the algorithm's name and the rule's (what overrides name; a
  *   length rather than a separator: Redis finds no separator on every
  *   call). Burst is the effective one
  *   (token_bucket: capacity, default N; leaky_bucket, gcra: excess
  *   tolerated, default 0; others 0); delay for leaky_bucket and gcra
- *   (the excess passed at once; nodelay: delay = burst), 0 for others.
+ *   (the excess passed at once; nodelay: delay = burst); for a
+ *   concurrency rule its priority level (0 to 3, SPEC section 13: a
+ *   request of level p is admitted while the slots held are below N
+ *   times its share), 0 for others.
  * - "refund" last: give back what each request's decision counted
  *   (another zone rejected it), and release its slots (it ended);
  *   "renew": its slots expire a hold later (it still runs); "charge":
@@ -81,6 +85,10 @@ std::string_view apiScriptText();
  * the instances' records), sent with EVAL. */
 std::string_view fleetScriptText();
 
+/* concurrency=auto's law for a fleet (lua/adaptive.lua), sent with
+ * EVAL once an interval per auto rule and key value. */
+std::string_view adaptiveScriptText();
+
 inline constexpr size_t kMaxRulesPerCall = 64;
 
 /* 8 bytes, the little-endian IEEE double of v; returns p + 8. */
@@ -97,7 +105,8 @@ constexpr size_t specBytes(std::string_view algorithm,
 unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
                          std::string_view rule, uint64_t limit,
                          uint64_t windowUs, uint64_t burst, uint64_t delay,
-                         bool dry, bool burstFollows, bool calendar = false);
+                         bool dry, bool burstFollows, bool calendar = false,
+                         bool adaptive = false);
 
 /* A request of `rules` rules in the head. */
 constexpr size_t requestBytes(size_t rules) { return 16 + 24 * rules; }

@@ -1,5 +1,6 @@
 /* concurrency: the requests in flight, as slots held in the log, an
  * (expiry, id) pair each. */
+#include "adaptive.hpp"
 #include "algorithm_steps.hpp"
 
 namespace rl::steps {
@@ -28,8 +29,15 @@ struct Slots {
     }
 };
 
+/* The slots a key's log holds: N, or concurrency=auto's max (its burst,
+ * SPEC 13), whatever N is now, so that a lower N never forgets a slot
+ * held. */
+int64_t capacityOf(const Params& p) {
+    return std::max(i64(p.limit), i64(p.burst));
+}
+
 Slots slotsOf(const Params& p, const State& s, int64_t* log) {
-    int64_t cap = 2 * std::min(i64(p.limit), kMaxFigure / 2);
+    int64_t cap = 2 * std::min(capacityOf(p), kMaxFigure / 2);
     int64_t used = log != nullptr ? std::clamp<int64_t>(s.a, 0, cap) : 0;
     return {log, used - used % 2};
 }
@@ -38,7 +46,11 @@ Slots slotsOf(const Params& p, const State& s, int64_t* log) {
 
 Check inflightCheck(const Params& p, const State& s, const int64_t* log,
                     int64_t cost, int64_t now) {
-    const int64_t limit = i64(p.limit);
+    /* a priority level's share of N (concurrency=auto, SPEC 13: the
+     * level in delay; 0 for any other in-flight rule): admitted while
+     * the slots held are below N x share */
+    const int64_t limit = i64(adaptive::capOf(p.limit,
+                                              static_cast<int>(p.delay)));
     Slots sl = slotsOf(p, s, const_cast<int64_t*>(log));
     int64_t live = 0;
     for (int64_t i = 0; i < sl.slots(); i++) {
@@ -62,7 +74,7 @@ void inflightCommit(const Params& p, State& s, int64_t* log, int64_t now) {
             sl.remove(i);
         }
     }
-    if (log != nullptr && sl.slots() < i64(p.limit)) {
+    if (log != nullptr && sl.slots() < capacityOf(p)) {
         log[sl.used] = now + i64(p.windowUs);
         log[sl.used + 1] = static_cast<int64_t>(p.slotId);
         sl.used += 2;
@@ -98,7 +110,7 @@ void inflightRenew(const Params& p, State& s, int64_t* log, int64_t now) {
     int64_t ends = now + i64(p.windowUs);
     if (i >= 0) {
         log[2 * i] = std::max(log[2 * i], ends);
-    } else if (log != nullptr && sl.slots() < i64(p.limit)) {
+    } else if (log != nullptr && sl.slots() < capacityOf(p)) {
         log[sl.used] = ends;
         log[sl.used + 1] = static_cast<int64_t>(p.slotId);
         s.a = sl.used + 2;

@@ -50,6 +50,10 @@ ngx_http_rl_header_filter(ngx_http_request_t *r)
 
     ctx = ngx_http_rl_get_ctx(r);
 
+    if (ctx != NULL && ctx->levels != NULL) {
+        ngx_http_rl_adaptive_responded(r, ctx);
+    }
+
     if (ctx == NULL || !ctx->finished || ctx->headers_done
         || ctx->binding < 0)
     {

@@ -659,7 +659,7 @@ ngx_http_rl_add_variables(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_rl_init(ngx_conf_t *cf)
 {
-    ngx_str_t                   name = ngx_string("rl_metrics_4");
+    ngx_str_t                   name = ngx_string("rl_metrics_5");
     /* named with their layout's version (src/shm/deny_cache.cpp Shared,
      * src/http/metrics.cpp Entry and the stats in ngx_http_rl.h,
      * src/shm/lease.hpp; the embedded store's, src/shm/store.cpp, in
@@ -669,6 +669,8 @@ ngx_http_rl_init(ngx_conf_t *cf)
     ngx_str_t                   leases = ngx_string("rl_leases_2");
     ngx_str_t                   top = ngx_string("rl_top_2");
     ngx_str_t                   live = ngx_string("rl_live_1");
+    ngx_str_t                   adaptive = ngx_string("rl_adaptive_1");
+    size_t                      size;
     ngx_uint_t                  i;
     ngx_http_rl_zone_t        **zones;
     ngx_http_handler_pt        *h;
@@ -699,6 +701,20 @@ ngx_http_rl_init(ngx_conf_t *cf)
 
         rmcf->live->init = ngx_http_rl_live_init_zone;
         rmcf->live->data = rmcf;
+    }
+
+    /* concurrency=auto (SPEC 13): the samples and N of its rules */
+    size = ngx_http_rl_adaptive_size(rmcf);
+
+    if (size) {
+        rmcf->adaptive = ngx_shared_memory_add(cf, &adaptive, size,
+                                               &ngx_http_rl_module);
+        if (rmcf->adaptive == NULL) {
+            return NGX_ERROR;
+        }
+
+        rmcf->adaptive->init = ngx_http_rl_adaptive_init_zone;
+        rmcf->adaptive->data = rmcf;
     }
 
     for (i = 0; i < rmcf->zones.nelts; i++) {
@@ -827,7 +843,8 @@ ngx_http_rl_init_process(ngx_cycle_t *cycle)
     if (ngx_http_rl_stores_init(cycle, rmcf) != NGX_OK
         || ngx_http_rl_inflight_init(cycle, rmcf) != NGX_OK
         || ngx_http_rl_charges_init(cycle, rmcf) != NGX_OK
-        || ngx_http_rl_fleet_init(cycle, rmcf) != NGX_OK)
+        || ngx_http_rl_fleet_init(cycle, rmcf) != NGX_OK
+        || ngx_http_rl_adaptive_init(cycle, rmcf) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -849,6 +866,7 @@ ngx_http_rl_exit_process(ngx_cycle_t *cycle)
         ngx_http_rl_leases_exit(rmcf);
         ngx_http_rl_inflight_exit(rmcf);
         ngx_http_rl_fleet_exit(rmcf);
+        ngx_http_rl_adaptive_exit(rmcf);
         ngx_http_rl_stores_free(rmcf);
         ngx_http_rl_fleet_free(rmcf);
         ngx_http_rl_leases_free(rmcf);

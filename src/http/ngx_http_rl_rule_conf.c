@@ -34,9 +34,18 @@ typedef struct {
     ngx_str_t                   hold_text;
     ngx_str_t                   tz_text;    /* calendar rules (SPEC 12) */
     ngx_str_t                   anchor_text;
+    ngx_uint_t                  adaptive;   /* concurrency=auto (SPEC 13) */
+    ngx_str_t                   adaptive_text[4]; /* min= max= target=
+                                                     priority= */
 } ngx_http_rl_rule_args_t;
 
 
+
+
+/* concurrency=auto's parameters, as ra->adaptive_text holds them */
+static const char  *ngx_http_rl_adaptive_params[4] = {
+    "min=", "max=", "target=", "priority="
+};
 
 
 static char *ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
@@ -218,6 +227,14 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 
     if (ngx_strncmp(value->data, "concurrency=", 12) == 0) {
         ra->concurrency_text = *value;
+
+        if (value->len == 16
+            && ngx_strncmp(value->data + 12, "auto", 4) == 0)
+        {
+            ra->adaptive = 1;
+            return NGX_CONF_OK;
+        }
+
         ra->concurrency = ngx_atoi(value->data + 12, value->len - 12);
 
         if (ra->concurrency < 1
@@ -249,6 +266,17 @@ ngx_http_rl_rule_param(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         }
 
         return NGX_CONF_OK;
+    }
+
+    for (i = 0; i < 4; i++) {
+        if (ngx_strncmp(value->data,
+                        (u_char *) ngx_http_rl_adaptive_params[i],
+                        ngx_strlen(ngx_http_rl_adaptive_params[i]))
+            == 0)
+        {
+            ra->adaptive_text[i] = *value;
+            return NGX_CONF_OK;
+        }
     }
 
     if (ngx_strncmp(value->data, "charge=", 7) == 0) {
@@ -390,6 +418,7 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
     int         alg;
     char       *rv;
     ngx_str_t   calendar;
+    ngx_uint_t  i;
 
     if (rule->zone == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -403,7 +432,19 @@ ngx_http_rl_rule_finish(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
         return NGX_CONF_ERROR;
     }
 
-    if (ra->concurrency > 0) {
+    if (!ra->adaptive) {
+        for (i = 0; i < 4; i++) {
+            if (ra->adaptive_text[i].len) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\": it needs "
+                                   "\"concurrency=auto\"",
+                                   &ra->adaptive_text[i]);
+                return NGX_CONF_ERROR;
+            }
+        }
+    }
+
+    if (ra->concurrency > 0 || ra->adaptive) {
         return ngx_http_rl_rule_inflight(cf, rule, ra);
     }
 
@@ -588,6 +629,15 @@ ngx_http_rl_rule_inflight(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
                                   ? ra->hold : NGX_HTTP_RL_DEFAULT_HOLD)
                       * 1000;
 
+    /* concurrency=auto: N is learnt (SPEC 13): limit is its min, burst
+     * its max (adaptive_conf.cpp) */
+    if (ra->adaptive
+        && ngx_http_rl_adaptive_conf(cf, rule, ra->adaptive_text)
+           != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
     return ngx_http_rl_rule_identity(cf, rule, &ra->concurrency_text, 0,
                                      NULL);
 }
@@ -725,6 +775,7 @@ ngx_http_rl_rule_shape(ngx_conf_t *cf, ngx_http_rl_rule_t *rule,
 static char *
 ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
 {
+    int      kind;
     u_char  *p, cost[8];
     size_t   len;
 
@@ -742,17 +793,20 @@ ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
 
     rule->spec.data = p;
     rule->spec.len = len;
+    kind = (rule->calendar != NULL ? RL_SPEC_CALENDAR : 0)
+           | (rule->adaptive != NULL ? RL_SPEC_ADAPTIVE : 0);
+
     p = rl_spec_write(p, (int) rule->algorithm, (char *) rule->name.data,
                       rule->name.len, rule->limit, rule->window_us,
                       rule->burst, rule->delay, 0, (int) rule->burst_follows,
-                      rule->calendar != NULL);
+                      kind);
 
     rule->dry_spec.data = p;
     rule->dry_spec.len = len;
     (void) rl_spec_write(p, (int) rule->algorithm, (char *) rule->name.data,
                          rule->name.len, rule->limit, rule->window_us,
                          rule->burst, rule->delay, 1,
-                         (int) rule->burst_follows, rule->calendar != NULL);
+                         (int) rule->burst_follows, kind);
 
     /* what the deny cache keys on besides the state: a reload that
      * changes any of it starts afresh */
@@ -763,7 +817,9 @@ ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
     ngx_crc32_update(&rule->config_crc, cost, sizeof(cost));
     ngx_crc32_final(rule->config_crc);
 
-    return NGX_CONF_OK;
+    /* concurrency=auto: a spec per priority level besides */
+    return rule->adaptive != NULL ? ngx_http_rl_adaptive_specs(cf, rule)
+                                  : NGX_CONF_OK;
 }
 
 

@@ -28,6 +28,7 @@
 #include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/script.hpp"
+#include "adaptive.hpp"
 #include "inflight.hpp"
 #include "shm/lease.hpp"
 #include "shm/live.hpp"
@@ -127,9 +128,10 @@ ngx_int_t buildCall(ngx_http_request_t *r, ngx_http_rl_group_t *g,
                                        prefix->len, value, v->len, rule->id);
         g->keys[k].data = reinterpret_cast<u_char *>(key);
         g->keys[k].len = static_cast<size_t>(end - key);
-        /* its own spec, or its live limit's (SPEC section 11) */
-        g->specs[k] = const_cast<ngx_str_t *>(rl::live::specOf(
-            rule, ngx_http_rl_dry_run(g->ctx, rule)));
+        /* its own spec, or its live limit's (SPEC section 11), or an
+         * auto rule's at its request's level (SPEC 13) */
+        g->specs[k] = const_cast<ngx_str_t *>(rl::adaptive::specOf(
+            g->ctx, g->rules[k], rule, ngx_http_rl_dry_run(g->ctx, rule)));
         g->costs[k] = g->ctx->costs[g->rules[k]];
     }
     return rl::trials::build(r, g, n) ? NGX_OK : NGX_ERROR;
@@ -192,6 +194,9 @@ ngx_int_t groupRules(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
             continue; /* an empty key exempts the request from the rule */
         }
         ctx->costs[i] = costOf(r, &rules[i]);
+        if (rules[i].adaptive != nullptr && !rl::adaptive::leveled(ctx, i)) {
+            return NGX_ERROR;   /* (its priority's level, SPEC 13) */
+        }
         ngx_http_rl_zone_t *zone = rules[i].zone;
         ngx_uint_t slot = 0;
         if (zone->nseeds > 0) {
@@ -307,6 +312,7 @@ void count(ngx_http_rl_ctx_t *ctx) {
         }
     }
     rl::trials::count(ctx);
+    rl::adaptive::count(ctx);
 }
 
 /* Another zone rejected the request: give back what this one counted,
@@ -828,6 +834,7 @@ void cleanupCtx(void *data) noexcept {
     if (ctx->wake.posted) {
         ngx_delete_posted_event(&ctx->wake);
     }
+    rl::adaptive::end(ctx, false);
     rl::inflightEnd(ctx);   /* the log phase did not come */
     letGo(ctx);
 }
@@ -887,6 +894,7 @@ void ngx_http_rl_request_end(ngx_http_request_t *r) noexcept {
     ngx_http_rl_ctx_t *ctx = ngx_http_rl_get_ctx(r);
     if (ctx != nullptr) {
         rl::chargeRequest(ctx);
+        rl::adaptive::end(ctx, true);
         rl::inflightEnd(ctx);
     }
 }

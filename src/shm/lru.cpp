@@ -76,6 +76,10 @@ void LruIndex::remove(LruNode *n) {
     ngx_rbtree_delete(&rbtree_, &n->sn.node);
 }
 
+LruNode *LruIndex::newer(LruNode *n) {
+    return before(&queue_, n);
+}
+
 LruNode *LruIndex::oldest() {
     return last(&queue_);
 }

@@ -41,6 +41,8 @@ public:
 
     /* The least recently used entry, NULL if none. */
     LruNode *oldest();
+    /* The entry used next after n, NULL if n is the most recent. */
+    LruNode *newer(LruNode *n);
 
     /* From the cold end, at most `max` entries for which go(entry)
      * (removed here, then freed by it) says true; stops at the first it

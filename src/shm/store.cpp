@@ -45,6 +45,7 @@
 #include "core/override_text.hpp"
 #include "core/reply.hpp"
 #include "core/slab.hpp"
+#include "adaptive.hpp"
 #include "live.hpp"
 #include "lru.hpp"
 #include "marks.hpp"
@@ -594,6 +595,10 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
 
     for (ngx_uint_t k = 0; k < rec.n; k++) {
         params[k] = paramsOf(rec.rule(k), rec.bounds(k));
+        if (rec.rule(k)->adaptive != nullptr) {
+            /* concurrency=auto: this instance's N, the request's level */
+            rl::adaptive::embedded(&params[k], ctx, rec.index(k));
+        }
         params[k].dryRun = rec.dry(k);
         params[k].slotId = g->slot_id;
         costs[k] = ctx->costs[rec.index(k)];

@@ -1,0 +1,126 @@
+/* adaptive.cpp: the law of concurrency=auto (see adaptive.hpp). Every
+ * step is one lua/adaptive.lua takes in the same order with the same
+ * doubles, so that Redis and the embedded store move N alike. */
+#include "adaptive.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace rl::adaptive {
+
+size_t bucketOf(int64_t latencyUs) {
+    if (latencyUs <= 1) {
+        return 0;
+    }
+    double b = std::floor(kBucketsPerOctave *
+                          std::log2(static_cast<double>(latencyUs)));
+    return std::min(static_cast<size_t>(b), kBuckets - 1);
+}
+
+double bucketUs(size_t bucket) {
+    return std::pow(2.0, (static_cast<double>(bucket) + 0.5) /
+                             kBucketsPerOctave);
+}
+
+void Samples::merge(const Samples& other) {
+    count += other.count;
+    overloaded += other.overloaded;
+    limited += other.limited;
+    for (size_t i = 0; i < kBuckets; i++) {
+        hist[i] += other.hist[i];
+    }
+}
+
+double quantileUs(const Samples& s, double q) {
+    int64_t total = 0;
+    for (size_t i = 0; i < kBuckets; i++) {
+        total += s.hist[i];
+    }
+    if (total <= 0) {
+        return 0;
+    }
+    double need = std::max(1.0, std::ceil(q * static_cast<double>(total)));
+    double seen = 0;
+    for (size_t i = 0; i < kBuckets; i++) {
+        seen += s.hist[i];
+        if (s.hist[i] > 0 && seen >= need) {
+            return bucketUs(i);
+        }
+    }
+    return bucketUs(kBuckets - 1);
+}
+
+uint64_t limitOf(const Params& p, const State& s) {
+    uint64_t n = s.limit > 0 ? s.limit : p.min;
+    return std::clamp(n, p.min, std::max(p.min, p.max));
+}
+
+State update(const Params& p, const State& s, const Samples& in,
+             Reading* read) {
+    State t = s;
+    double n = static_cast<double>(limitOf(p, s));
+    t.limit = static_cast<uint64_t>(n);
+    if (in.count <= 0) {
+        return t;
+    }
+    double p50 = quantileUs(in, 0.5);
+    double p90 = quantileUs(in, 0.9);
+    if (read != nullptr) {
+        read->p50Us = p50;
+        read->p90Us = p90;
+    }
+    double b = s.baselineUs > 0 ? s.baselineUs : p50;
+    double latency = p.targetUs > 0 ? p90 : p50;
+    double objective = p.targetUs > 0 ? static_cast<double>(p.targetUs)
+                                      : b * kTolerance;
+    double next = n;
+    if (in.overloaded * 100 > in.count * kOverloadSharePercent) {
+        next = std::ceil(n / 2);
+        t.growing = false;
+        t.streak = 0;
+    } else if (latency > objective) {
+        next = std::max(std::ceil(n / 2),
+                        std::floor(n * objective / latency));
+        t.growing = false;
+        t.streak = 0;
+    } else if (in.limited > 0) {
+        t.streak++;
+        if (t.streak >= kRestart) {
+            t.growing = true;
+        }
+        next = t.growing ? 2 * n
+                         : n + std::max(1.0, std::floor(std::sqrt(n)));
+    } else {
+        t.streak = 0;
+    }
+    double lo = static_cast<double>(p.min);
+    double hi = static_cast<double>(std::max(p.min, p.max));
+    t.limit = static_cast<uint64_t>(std::clamp(next, lo, hi));
+    t.baselineUs = p50 < b ? p50 : b + (p50 - b) * kForget;
+    return t;
+}
+
+uint64_t capOf(uint64_t limit, int priority) {
+    int level = priority >= 0 && priority <= 3 ? priority : 3;
+    if (level == 0) {
+        return limit;
+    }
+    /* the slots below N x share: ceil(N x share / 100) */
+    auto share = static_cast<uint64_t>(kShares[level]);
+    return limit > UINT64_MAX / 100 ? limit / 100 * share
+                                    : (limit * share + 99) / 100;
+}
+
+bool admits(uint64_t limit, int64_t inflight, int priority) {
+    return inflight >= 0 &&
+           static_cast<uint64_t>(inflight) < capOf(limit, priority);
+}
+
+int levelOf(const char* text, size_t len) {
+    if (len == 1 && text[0] >= '0' && text[0] <= '3') {
+        return text[0] - '0';
+    }
+    return 3;
+}
+
+}  // namespace rl::adaptive

@@ -1,0 +1,340 @@
+/*
+ * shm/adaptive.cpp: the adaptive limits' table (see shm/adaptive.hpp).
+ */
+
+#include "adaptive.hpp"
+
+#include <new>
+
+#include "clock.hpp"
+#include "core/algorithm.hpp"
+#include "live.hpp"
+#include "lru.hpp"
+
+namespace rl::adaptive {
+namespace {
+
+struct Entry {
+    LruNode lru;
+    uint32_t zone;
+    Samples pending;        /* since worker 0 last took them */
+    State state;            /* the law's (embedded), or as Redis said */
+    double p50Us, p90Us;
+    int64_t inflight;       /* the fleet's (Redis), or held here */
+    int64_t held;           /* this instance's requests holding slots */
+    int64_t changedMs;
+    int64_t lastMs;         /* its last request */
+    int64_t recent;         /* samples of its last interval */
+    uint32_t head;          /* the next point's place */
+    uint32_t npoints;
+    Point points[kHistory];
+    /* its name after */
+};
+
+struct Shared {
+    LruIndex index;
+};
+
+/* An entry idle this long is forgotten: its history is over. */
+constexpr int64_t kIdleMs = 10 * 60 * 1000;
+
+ngx_slab_pool_t *poolOf(ngx_http_rl_main_conf_t *rmcf) {
+    return rmcf->adaptive != nullptr
+               ? reinterpret_cast<ngx_slab_pool_t *>(rmcf->adaptive->shm.addr)
+               : nullptr;
+}
+
+Shared *sharedOf(ngx_slab_pool_t *pool) {
+    return static_cast<Shared *>(pool->data);
+}
+
+uint32_t hashOf(const ngx_str_t &key) {
+    return ngx_crc32_short(key.data, key.len);
+}
+
+Entry *entryOf(LruNode *n) { return reinterpret_cast<Entry *>(n); }
+
+int64_t nowMs() { return realtimeUs() / 1000; }
+
+void drop(ngx_slab_pool_t *pool, Shared *sh, Entry *e) {
+    sh->index.remove(&e->lru);
+    ngx_slab_free_locked(pool, e);
+}
+
+/* The entry of the key, made if need be (the coldest forgotten while
+ * the zone is full); NULL when out of room. Under the lock. */
+Entry *findOrCreate(ngx_slab_pool_t *pool, const ngx_str_t &key,
+                    uint32_t zone) {
+    Shared *sh = sharedOf(pool);
+    uint32_t hash = hashOf(key);
+    LruNode *n = sh->index.find(key, hash);
+    if (n != nullptr) {
+        return entryOf(n);
+    }
+    size_t size = sizeof(Entry) + key.len;
+    auto *e = static_cast<Entry *>(allocate(pool, size, true, 4, [&]() {
+        return sh->index.dropOldest(1, [&](LruNode *old) {
+            drop(pool, sh, entryOf(old));
+            return true;
+        });
+    }));
+    if (e == nullptr) {
+        return nullptr;
+    }
+    new (e) Entry{};
+    e->zone = zone;
+    e->lastMs = nowMs();
+    sh->index.add(&e->lru, key, keyAfter(e, sizeof(Entry)), hash);
+    return e;
+}
+
+Entry *findOnly(ngx_slab_pool_t *pool, const char *key, size_t len) {
+    ngx_str_t k = {len, reinterpret_cast<u_char *>(const_cast<char *>(key))};
+    LruNode *n = sharedOf(pool)->index.find(k, hashOf(k), false);
+    return n != nullptr ? entryOf(n) : nullptr;
+}
+
+}  // namespace
+
+size_t tableSize(ngx_http_rl_main_conf_t *rmcf) {
+    auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
+    size_t n = 0;
+    for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
+        n += rules[i]->adaptive != nullptr ? 1 : 0;
+    }
+    if (n == 0) {
+        return 0;
+    }
+    /* about 16 key values of each auto rule, and room for the pool */
+    return 256 * 1024 + n * 16 * (sizeof(Entry) + RL_STATE_KEY_MAX + 64);
+}
+
+size_t entryKey(char *out, const ngx_http_rl_rule_t *rule,
+                const ngx_str_t *value) {
+    char *end = rl_state_key_write(out, "", 0,
+                                   reinterpret_cast<char *>(value->data),
+                                   value->len, rule->id);
+    return static_cast<size_t>(end - out);
+}
+
+void decided(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
+             const ngx_str_t *value, uint64_t limit, bool admitted,
+             bool reached) {
+    ngx_slab_pool_t *pool = poolOf(rmcf);
+    if (pool == nullptr) {
+        return;
+    }
+    char text[RL_STATE_KEY_MAX];
+    ngx_str_t key = {entryKey(text, rule, value),
+                     reinterpret_cast<u_char *>(text)};
+    ngx_shmtx_lock(&pool->mutex);
+    Entry *e = findOrCreate(pool, key, static_cast<uint32_t>(
+                                           rule->zone->index));
+    if (e != nullptr) {
+        e->pending.limited += reached ? 1 : 0;
+        e->held += admitted ? 1 : 0;
+        e->lastMs = nowMs();
+        if (limit > 0 && !ngx_http_rl_embedded(rule->zone)) {
+            e->state.limit = limit;     /* as Redis decided it */
+        }
+    }
+    ngx_shmtx_unlock(&pool->mutex);
+}
+
+void ended(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
+           const ngx_str_t *value, int64_t latencyUs, bool overloaded,
+           bool sampled) {
+    ngx_slab_pool_t *pool = poolOf(rmcf);
+    if (pool == nullptr) {
+        return;
+    }
+    char text[RL_STATE_KEY_MAX];
+    ngx_str_t key = {entryKey(text, rule, value),
+                     reinterpret_cast<u_char *>(text)};
+    ngx_shmtx_lock(&pool->mutex);
+    Entry *e = findOrCreate(pool, key, static_cast<uint32_t>(
+                                           rule->zone->index));
+    if (e != nullptr) {
+        if (sampled) {
+            e->pending.add(latencyUs, overloaded);
+        }
+        e->held -= e->held > 0 ? 1 : 0;
+    }
+    ngx_shmtx_unlock(&pool->mutex);
+}
+
+void embedded(rl::Params *p, const ngx_http_rl_ctx_t *ctx, ngx_uint_t i) {
+    auto *rule = &static_cast<ngx_http_rl_rule_t *>(
+        ctx->lcf->rules->elts)[i];
+    Rule *a = ruleOf(rule);
+    p->delay = ctx->levels != nullptr ? ctx->levels[i] : 0;
+    p->burst = a->params.max;
+    if (live::specOf(rule, false) != &rule->spec) {
+        return;     /* pinned: at the live limit */
+    }
+    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
+        ngx_http_get_module_main_conf(ctx->r, ngx_http_rl_module));
+    ngx_slab_pool_t *pool = poolOf(rmcf);
+    State s;
+    if (pool != nullptr) {
+        char text[RL_STATE_KEY_MAX];
+        size_t len = entryKey(text, rule, &ctx->values[i]);
+        ngx_shmtx_lock(&pool->mutex);
+        Entry *e = findOnly(pool, text, len);
+        if (e != nullptr) {
+            s = e->state;
+        }
+        ngx_shmtx_unlock(&pool->mutex);
+    }
+    p->limit = limitOf(a->params, s);
+}
+
+/* r into e, under the lock */
+void applyTo(Entry *e, const Result &r) {
+    e->state = r.state;
+    e->p50Us = r.p50Us;
+    e->p90Us = r.p90Us;
+    e->inflight = r.inflight;
+    e->changedMs = r.changedMs;
+    for (size_t i = 0; i < r.npoints; i++) {
+        uint32_t last = e->npoints > 0
+            ? e->points[(e->head + kHistory - 1) % kHistory].t : 0;
+        if (r.points[i].t <= last) {
+            continue;   /* had it */
+        }
+        e->points[e->head] = r.points[i];
+        e->head = static_cast<uint32_t>((e->head + 1) % kHistory);
+        e->npoints += e->npoints < kHistory ? 1 : 0;
+    }
+}
+
+void takeAllWith(ngx_http_rl_main_conf_t *rmcf,
+                 Fate (*f)(Taken *t, Result *r, void *data), void *data) {
+    ngx_slab_pool_t *pool = poolOf(rmcf);
+    if (pool == nullptr) {
+        return;
+    }
+    Shared *sh = sharedOf(pool);
+    int64_t now = nowMs();
+    Taken t;
+    Result r{};
+    ngx_shmtx_lock(&pool->mutex);
+    LruNode *n = sh->index.oldest();
+    while (n != nullptr) {
+        LruNode *next = sh->index.newer(n);
+        Entry *e = entryOf(n);
+        if (now - e->lastMs > kIdleMs && e->held == 0) {
+            drop(pool, sh, e);
+            n = next;
+            continue;
+        }
+        t.keyLen = n->sn.str.len;
+        ngx_memcpy(t.key, n->sn.str.data, t.keyLen);
+        t.zone = e->zone;
+        t.samples = e->pending;
+        t.state = e->state;
+        t.held = e->held;
+        t.p50Us = e->p50Us;
+        t.p90Us = e->p90Us;
+        t.changedMs = e->changedMs;
+        t.lastPoint = e->npoints > 0
+            ? e->points[(e->head + kHistory - 1) % kHistory].t : 0;
+        Fate fate = f(&t, &r, data);
+        if (fate != kLeave) {
+            e->recent = e->pending.count;
+            e->pending = Samples();
+        }
+        if (fate == kMoved) {
+            applyTo(e, r);
+        }
+        n = next;
+    }
+    ngx_shmtx_unlock(&pool->mutex);
+}
+
+void apply(ngx_http_rl_main_conf_t *rmcf, const char *key, size_t keyLen,
+           const Result &r) {
+    ngx_slab_pool_t *pool = poolOf(rmcf);
+    if (pool == nullptr) {
+        return;
+    }
+    ngx_shmtx_lock(&pool->mutex);
+    Entry *e = findOnly(pool, key, keyLen);
+    if (e != nullptr) {
+        applyTo(e, r);
+    }
+    ngx_shmtx_unlock(&pool->mutex);
+}
+
+bool busiest(ngx_http_rl_main_conf_t *rmcf, const char *ruleId,
+             View *out) {
+    ngx_slab_pool_t *pool = poolOf(rmcf);
+    if (pool == nullptr) {
+        return false;
+    }
+    Shared *sh = sharedOf(pool);
+    Entry *best = nullptr;
+    ngx_shmtx_lock(&pool->mutex);
+    for (LruNode *n = sh->index.oldest(); n != nullptr;
+         n = sh->index.newer(n)) {
+        const ngx_str_t &k = n->sn.str;
+        /* "{VALUE}:ID": its rule's id last */
+        if (k.len < RL_RULE_ID_LEN ||
+            ngx_memcmp(k.data + k.len - RL_RULE_ID_LEN, ruleId,
+                       RL_RULE_ID_LEN) != 0) {
+            continue;
+        }
+        Entry *e = entryOf(n);
+        if (best == nullptr || e->recent > best->recent ||
+            (e->recent == best->recent && e->lastMs >= best->lastMs)) {
+            best = e;
+        }
+    }
+    if (best != nullptr) {
+        out->keyLen = best->lru.sn.str.len;
+        ngx_memcpy(out->key, best->lru.sn.str.data, out->keyLen);
+        out->zone = best->zone;
+        out->limit = best->state.limit;
+        out->p50Us = best->p50Us;
+        out->p90Us = best->p90Us;
+        out->baselineUs = best->state.baselineUs;
+        out->inflight = best->inflight;
+        out->changedMs = best->changedMs;
+        out->lastMs = best->lastMs;
+        out->recent = best->recent;
+        out->npoints = best->npoints;
+        uint32_t from = (best->head + kHistory - best->npoints) % kHistory;
+        for (size_t i = 0; i < best->npoints; i++) {
+            out->points[i] = best->points[(from + i) % kHistory];
+        }
+    }
+    ngx_shmtx_unlock(&pool->mutex);
+    return best != nullptr;
+}
+
+}  // namespace rl::adaptive
+
+extern "C" {
+
+size_t ngx_http_rl_adaptive_size(ngx_http_rl_main_conf_t *rmcf) noexcept {
+    return rl::adaptive::tableSize(rmcf);
+}
+
+ngx_int_t ngx_http_rl_adaptive_init_zone(ngx_shm_zone_t *shm_zone,
+                                         void *data) noexcept {
+    auto *pool = reinterpret_cast<ngx_slab_pool_t *>(shm_zone->shm.addr);
+    if (shm_zone->shm.exists || data != nullptr) {
+        return NGX_OK;  /* (kept across a reload) */
+    }
+    auto *sh = static_cast<rl::adaptive::Shared *>(
+        ngx_slab_alloc(pool, sizeof(rl::adaptive::Shared)));
+    if (sh == nullptr) {
+        return NGX_ERROR;
+    }
+    sh->index.init();
+    pool->data = sh;
+    pool->log_nomem = 0;
+    return NGX_OK;
+}
+
+}  // extern "C"
