@@ -33,12 +33,16 @@
 --           and end of the period holding the time nginx sent it at,
 --           and the next period's end (src/core/calendar.hpp); its
 --           algorithm (fixed_window) picks the period its time t falls
---           in (on Redis' clock) with them
+--           in (on Redis' clock) with them. A trial's (spec flag 8) by
+--           one more double: its place, the index (1 to n) among the
+--           request's records of the rule it stands in for (see
+--           "Trials" below)
 -- ARGV[2..] the specs of the call's rules, each once: limit N (0: a
 --           live limit of 0, which rejects every request; see spec()),
 --           window_us W, burst B, delay D, flags (1: a dry run; 2: B
 --           is N's default, and follows an override of N; 4: a
---           calendar rule, its records carry bounds), the length
+--           calendar rule, its records carry bounds; 8: a trial, a
+--           dry run too, its records carry a place), the length
 --           of the algorithm's name, packed like ARGV[1], then the
 --           algorithm's name and the rule's (see src/core/script.hpp)
 -- ARGV[#ARGV] "refund" for a refund: give back what each request's
@@ -107,6 +111,16 @@
 -- (src/core/reply.hpp): each figure packed costs Redis about 330
 -- instructions. A bad record is an error reply for the whole call (the
 -- module never sends one).
+--
+-- Trials (SPEC section 11): a trial's record decides the request as
+-- its rule would at the trial's N, in that rule's place (its record
+-- `place`), on a state of its own. It is a dry run (it never rejects,
+-- never delays), and counts the request when that world admits it: it
+-- admits it, and every rule that is not a dry run but the one at its
+-- place does. So a request that its rule alone rejects is counted in
+-- the trial (the rest of the request writes nothing, as any rejection),
+-- and one that another rule rejects is not. Its figures are those of
+-- a dry run's, whatever it counted.
 --
 -- Every key written expires when its state decides as a fresh one
 -- would (src/core/algorithm.hpp idleAtUs), in ms rounded up, plus 1 ms:
@@ -182,7 +196,9 @@ local function spec(s)
     if alg == nil then
         return redis.error_reply('ERR rl: unknown algorithm ' .. name)
     end
-    if limit < 0 or window < 1 or burst < 0 or delay < 0 then
+    if limit < 0 or window < 1 or burst < 0 or delay < 0 or
+       (flags >= 8 and flags % 8 >= 4) then
+        -- (a trial of a calendar rule: no record carries both)
         return redis.error_reply('ERR rl: bad arguments in spec ' .. s)
     end
     if limit == 0 then
@@ -197,10 +213,13 @@ local function spec(s)
     end
     local v = { alg, limit, window, burst, delay, flags % 2 == 1, text }
     -- ([8] and [9]: an override's, lua/override.lua; [10]: a calendar
-    -- rule's records carry bounds, set apart: the table of every other
-    -- spec stays as small)
+    -- rule's records carry bounds, or with [11] a trial's its place, set
+    -- apart: the table of every other spec stays as small)
     if flags >= 4 then
         v[10] = true
+        if flags >= 8 then
+            v[11] = true
+        end
     end
     SPECS[s] = v
     return v
@@ -363,8 +382,11 @@ local parts, np = {}, 0     -- (np: #parts, kept: # costs a search)
 -- the overrides' records, after the parts (made with the first)
 local trailer
 -- a request of stacked rules, or a refund's: see below; fixes: its
--- rules left nothing, whose reset is known once it is counted
-local pending, fixes
+-- rules left nothing, whose reset is known once it is counted; tw[1 ..
+-- nt]: what counting it writes for each trial that admits it (its key,
+-- algorithm, TTL in us, state, place)
+local pending, fixes, tw
+local nt = 0
 -- a request that asks for a lease: per rule that admits it { key, spec,
 -- cost }, while the request is read
 local lease
@@ -452,14 +474,19 @@ for pass = refunding and 1 or 2, 2 do
         -- are all of its slot, their keys of one hash tag)
         local lost = LOST and LOST[k]
         -- a concurrency rule's slot, or a calendar rule's bounds (its
-        -- algorithm's last argument)
-        local slot
+        -- algorithm's last argument); a trial's place
+        local slot, place
         if v[1].slot then
             slot = string.sub(H, nxt - 8, nxt - 1)
             cost = slot ~= NOSLOT and 1 or 0
         elseif v[10] then
-            slot = string.sub(H, nxt, nxt + 23)
-            nxt = nxt + 24
+            if v[11] then
+                place = nxt + 7 <= size and struct.unpack('<d', H, nxt)
+                nxt = nxt + 8
+            else
+                slot = string.sub(H, nxt, nxt + 23)
+                nxt = nxt + 24
+            end
             if nxt > size + 1 then
                 return redis.error_reply(BAD .. 'a rule at byte ' .. pos + 16)
             end
@@ -567,7 +594,11 @@ for pass = refunding and 1 or 2, 2 do
             -- then, in pass 2, gives each back what the decision
             -- counted (renews its slot, charges it).
             pending = pending or {}
-            local admitted, m = true, 0
+            -- refused: the rules that are not dry runs and reject it,
+            -- the last of them `last_refused` (a trial's world is the
+            -- request but for its place's verdict)
+            local admitted, m, refused, last_refused = true, 0, 0, 0
+            nt = 0
             for i = 1, n do
                 if i > 1 then
                     -- a further rule: k s c
@@ -580,13 +611,19 @@ for pass = refunding and 1 or 2, 2 do
                     if v.err then
                         return v
                     end
-                    slot = nil
+                    slot, place = nil, nil
                     if v[1].slot then
                         slot = string.sub(H, nxt - 8, nxt - 1)
                         cost = slot ~= NOSLOT and 1 or 0
                     elseif v[10] then
-                        slot = string.sub(H, nxt, nxt + 23)
-                        nxt = nxt + 24
+                        if v[11] then
+                            place = nxt + 7 <= size and
+                                    struct.unpack('<d', H, nxt)
+                            nxt = nxt + 8
+                        else
+                            slot = string.sub(H, nxt, nxt + 23)
+                            nxt = nxt + 24
+                        end
                         if nxt > size + 1 then
                             return redis.error_reply(BAD .. 'a rule at byte '
                                                      .. pos)
@@ -666,7 +703,18 @@ for pass = refunding and 1 or 2, 2 do
                             fixes[#fixes + 1] = { np + 1, key, v, left,
                                                   reset, retry, slot }
                         end
-                        if ask > 0 then
+                        if place then
+                            -- a trial: counted when its world admits
+                            -- the request (below), never in a lease
+                            if cost > 0 then
+                                tw = tw or {}
+                                tw[nt + 1], tw[nt + 2], tw[nt + 3] =
+                                    key, alg, ttl
+                                tw[nt + 4], tw[nt + 5], tw[nt + 6] = a, b, c
+                                tw[nt + 7] = place
+                                nt = nt + 7
+                            end
+                        elseif ask > 0 then
                             -- a lease: the most every rule admits after
                             -- the request (below)
                             if left - cost < ask then
@@ -675,7 +723,7 @@ for pass = refunding and 1 or 2, 2 do
                             lease = lease or {}
                             lease[#lease + 1] = { key, v, cost, slot }
                         end
-                        if cost > 0 then
+                        if cost > 0 and not place then
                             pending[m + 1], pending[m + 2], pending[m + 3] =
                                 key, alg, ttl
                             pending[m + 4], pending[m + 5], pending[m + 6] =
@@ -688,6 +736,7 @@ for pass = refunding and 1 or 2, 2 do
                         end
                         if not v[6] then
                             admitted = false
+                            refused, last_refused = refused + 1, i
                         end
                     end
                     np = np + 1
@@ -816,6 +865,15 @@ for pass = refunding and 1 or 2, 2 do
                 else
                     write(key, pending[j + 2], pending[j + 3], age,
                           pending[j + 4], pending[j + 5], pending[j + 6])
+                end
+            end
+            for j = 1, nt, 7 do
+                -- a trial: counted when it admits the request (it is in
+                -- tw) and every other rule but its place's does
+                if admitted or (refused == 1 and last_refused == tw[j + 6])
+                then
+                    write(tw[j], tw[j + 1], tw[j + 2], age, tw[j + 3],
+                          tw[j + 4], tw[j + 5])
                 end
             end
             if fixes then
