@@ -139,7 +139,8 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
                          rl::algorithmName(static_cast<rl::Algorithm>(
                              algorithm)),
                          {name, name_len}, limit, window_us, burst, delay,
-                         dry != 0, burst_follows != 0, calendar != 0);
+                         dry != 0, burst_follows != 0, calendar != 0,
+                         dry == 2);
 }
 
 rl_reply_status_e rl_decode_reply(const void *reply, size_t rules,
