@@ -49,7 +49,7 @@ local function parse(v, on)
         end
     end
     -- (concurrency=auto's: at N, not the fleet's: its plain algorithm)
-    return { v[12] or v[1], n, v[3], burst, v[5], v[6], text, true }
+    return { v[14] or v[1], n, v[3], burst, v[5], v[6], text, true }
 end
 
 return function(v, on)

@@ -33,12 +33,16 @@
 --           and end of the period holding the time nginx sent it at,
 --           and the next period's end (src/core/calendar.hpp); its
 --           algorithm (fixed_window) picks the period its time t falls
---           in (on Redis' clock) with them
+--           in (on Redis' clock) with them. A trial's (spec flag 8) by
+--           one more double: its place, the index (1 to n) among the
+--           request's records of the rule it stands in for (see
+--           "Trials" below)
 -- ARGV[2..] the specs of the call's rules, each once: limit N (0: a
 --           live limit of 0, which rejects every request; see spec()),
 --           window_us W, burst B, delay D, flags (1: a dry run; 2: B
 --           is N's default, and follows an override of N; 4: a
---           calendar rule, its records carry bounds; 16:
+--           calendar rule, its records carry bounds; 8: a trial, a
+--           dry run too, its records carry a place; 16:
 --           concurrency=auto, N is the fleet's, read beside its slots,
 --           N its min and B its max), the length of the algorithm's
 --           name, packed like ARGV[1], then the algorithm's name and
@@ -112,6 +116,16 @@
 -- instructions. A bad record is an error reply for the whole call (the
 -- module never sends one).
 --
+-- Trials (SPEC section 11): a trial's record decides the request as
+-- its rule would at the trial's N, in that rule's place (its record
+-- `place`), on a state of its own. It is a dry run (it never rejects,
+-- never delays), and counts the request when that world admits it: it
+-- admits it, and every rule that is not a dry run but the one at its
+-- place does. So a request that its rule alone rejects is counted in
+-- the trial (the rest of the request writes nothing, as any rejection),
+-- and one that another rule rejects is not. Its figures are those of
+-- a dry run's, whatever it counted.
+--
 -- Every key written expires when its state decides as a fresh one
 -- would (src/core/algorithm.hpp idleAtUs), in ms rounded up, plus 1 ms:
 -- Redis expires keys on a millisecond clock, and before 7.2 a PEXPIRE of
@@ -182,12 +196,16 @@ local function spec(s)
     end
     local limit, window, burst, delay, flags, len, at =
         struct.unpack('<dddddd', text)
+    local auto = flags >= 16
+    flags = flags % 16
     local name = string.sub(text, at, at + len - 1)
     local alg = algorithm(name)
     if alg == nil then
         return redis.error_reply('ERR rl: unknown algorithm ' .. name)
     end
-    if limit < 0 or window < 1 or burst < 0 or delay < 0 then
+    if limit < 0 or window < 1 or burst < 0 or delay < 0 or
+       (flags >= 8 and flags % 8 >= 4) then
+        -- (a trial of a calendar rule: no record carries both)
         return redis.error_reply('ERR rl: bad arguments in spec ' .. s)
     end
     if limit == 0 then
@@ -200,7 +218,7 @@ local function spec(s)
                 refund = alg.slot and alg.refund or function() end,
                 renew = alg.renew, slot = alg.slot }
     end
-    if flags >= 16 and alg.slot then
+    if auto and alg.slot then
         -- concurrency=auto (SPEC section 13): N is the fleet's, read
         -- beside the slots (limit is its min, burst its max); the
         -- trailer says it (AUTO_N, below)
@@ -215,14 +233,17 @@ local function spec(s)
     end
     local v = { alg, limit, window, burst, delay, flags % 2 == 1, text }
     -- ([8] and [9]: an override's, lua/override.lua; [10]: a calendar
-    -- rule's records carry bounds, set apart: the table of every other
-    -- spec stays as small; [11]: concurrency=auto, [12] its algorithm
-    -- at a given N, an override's)
-    if flags % 8 >= 4 then
+    -- rule's records carry bounds, or with [11] a trial's its place, set
+    -- apart: the table of every other spec stays as small; [13]:
+    -- concurrency=auto, [14] its algorithm at a given N, an override's)
+    if flags >= 4 then
         v[10] = true
+        if flags >= 8 then
+            v[11] = true
+        end
     end
-    if flags >= 16 then
-        v[11], v[12] = true, algorithm(name)
+    if auto then
+        v[13], v[14] = true, algorithm(name)
     end
     SPECS[s] = v
     return v
@@ -385,8 +406,11 @@ local parts, np = {}, 0     -- (np: #parts, kept: # costs a search)
 -- the overrides' records, after the parts (made with the first)
 local trailer
 -- a request of stacked rules, or a refund's: see below; fixes: its
--- rules left nothing, whose reset is known once it is counted
-local pending, fixes
+-- rules left nothing, whose reset is known once it is counted; tw[1 ..
+-- nt]: what counting it writes for each trial that admits it (its key,
+-- algorithm, TTL in us, state, place)
+local pending, fixes, tw
+local nt = 0
 -- a request that asks for a lease: per rule that admits it { key, spec,
 -- cost }, while the request is read
 local lease
@@ -474,14 +498,19 @@ for pass = refunding and 1 or 2, 2 do
         -- are all of its slot, their keys of one hash tag)
         local lost = LOST and LOST[k]
         -- a concurrency rule's slot, or a calendar rule's bounds (its
-        -- algorithm's last argument)
-        local slot
+        -- algorithm's last argument); a trial's place
+        local slot, place
         if v[1].slot then
             slot = string.sub(H, nxt - 8, nxt - 1)
             cost = slot ~= NOSLOT and 1 or 0
         elseif v[10] then
-            slot = string.sub(H, nxt, nxt + 23)
-            nxt = nxt + 24
+            if v[11] then
+                place = nxt + 7 <= size and struct.unpack('<d', H, nxt)
+                nxt = nxt + 8
+            else
+                slot = string.sub(H, nxt, nxt + 23)
+                nxt = nxt + 24
+            end
             if nxt > size + 1 then
                 return redis.error_reply(BAD .. 'a rule at byte ' .. pos + 16)
             end
@@ -531,7 +560,7 @@ for pass = refunding and 1 or 2, 2 do
                 end
                 ok, left, reset, retry, wait, ttl, a, b, c =
                     alg.check(key, now, v[2], v[3], v[4], cost, v[5], slot)
-                auto = v[11] and AUTO_N
+                auto = v[13] and AUTO_N
             end
             if ok then
                 if cost > 0 then
@@ -596,7 +625,11 @@ for pass = refunding and 1 or 2, 2 do
             -- then, in pass 2, gives each back what the decision
             -- counted (renews its slot, charges it).
             pending = pending or {}
-            local admitted, m = true, 0
+            -- refused: the rules that are not dry runs and reject it,
+            -- the last of them `last_refused` (a trial's world is the
+            -- request but for its place's verdict)
+            local admitted, m, refused, last_refused = true, 0, 0, 0
+            nt = 0
             for i = 1, n do
                 if i > 1 then
                     -- a further rule: k s c
@@ -609,13 +642,19 @@ for pass = refunding and 1 or 2, 2 do
                     if v.err then
                         return v
                     end
-                    slot = nil
+                    slot, place = nil, nil
                     if v[1].slot then
                         slot = string.sub(H, nxt - 8, nxt - 1)
                         cost = slot ~= NOSLOT and 1 or 0
                     elseif v[10] then
-                        slot = string.sub(H, nxt, nxt + 23)
-                        nxt = nxt + 24
+                        if v[11] then
+                            place = nxt + 7 <= size and
+                                    struct.unpack('<d', H, nxt)
+                            nxt = nxt + 8
+                        else
+                            slot = string.sub(H, nxt, nxt + 23)
+                            nxt = nxt + 24
+                        end
                         if nxt > size + 1 then
                             return redis.error_reply(BAD .. 'a rule at byte '
                                                      .. pos)
@@ -686,7 +725,7 @@ for pass = refunding and 1 or 2, 2 do
                         ok, left, reset, retry, wait, ttl, a, b, c =
                             alg.check(key, now, v[2], v[3], v[4], cost, v[5],
                                       slot)
-                        auto = v[11] and AUTO_N
+                        auto = v[13] and AUTO_N
                     end
                     if ok then
                         retry = -wait
@@ -697,7 +736,18 @@ for pass = refunding and 1 or 2, 2 do
                             fixes[#fixes + 1] = { np + 1, key, v, left,
                                                   reset, retry, slot }
                         end
-                        if ask > 0 then
+                        if place then
+                            -- a trial: counted when its world admits
+                            -- the request (below), never in a lease
+                            if cost > 0 then
+                                tw = tw or {}
+                                tw[nt + 1], tw[nt + 2], tw[nt + 3] =
+                                    key, alg, ttl
+                                tw[nt + 4], tw[nt + 5], tw[nt + 6] = a, b, c
+                                tw[nt + 7] = place
+                                nt = nt + 7
+                            end
+                        elseif ask > 0 then
                             -- a lease: the most every rule admits after
                             -- the request (below)
                             if left - cost < ask then
@@ -706,7 +756,7 @@ for pass = refunding and 1 or 2, 2 do
                             lease = lease or {}
                             lease[#lease + 1] = { key, v, cost, slot }
                         end
-                        if cost > 0 then
+                        if cost > 0 and not place then
                             pending[m + 1], pending[m + 2], pending[m + 3] =
                                 key, alg, ttl
                             pending[m + 4], pending[m + 5], pending[m + 6] =
@@ -719,6 +769,7 @@ for pass = refunding and 1 or 2, 2 do
                         end
                         if not v[6] then
                             admitted = false
+                            refused, last_refused = refused + 1, i
                         end
                     end
                     np = np + 1
@@ -851,6 +902,15 @@ for pass = refunding and 1 or 2, 2 do
                 else
                     write(key, pending[j + 2], pending[j + 3], age,
                           pending[j + 4], pending[j + 5], pending[j + 6])
+                end
+            end
+            for j = 1, nt, 7 do
+                -- a trial: counted when it admits the request (it is in
+                -- tw) and every other rule but its place's does
+                if admitted or (refused == 1 and last_refused == tw[j + 6])
+                then
+                    write(tw[j], tw[j + 1], tw[j + 2], age, tw[j + 3],
+                          tw[j + 4], tw[j + 5])
                 end
             end
             if fixes then

@@ -140,7 +140,7 @@ unsigned char *rl_spec_write(unsigned char *out, int algorithm,
                              algorithm)),
                          {name, name_len}, limit, window_us, burst, delay,
                          dry != 0, burst_follows != 0,
-                         (kind & RL_SPEC_CALENDAR) != 0,
+                         (kind & RL_SPEC_CALENDAR) != 0, dry == 2,
                          (kind & RL_SPEC_ADAPTIVE) != 0);
 }
 

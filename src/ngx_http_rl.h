@@ -286,12 +286,14 @@ typedef struct {
 
 
 /* A trial's record in a group's call (trials.cpp, SPEC section 11):
- * one of the group's rules decided again, in dry run, at the trial's N
- * on a state of its own. */
+ * one of the group's rules decided again, in its place, in dry run, at
+ * the trial's N on a state of its own. */
 typedef struct {
     ngx_http_rl_rule_t         *shadow;     /* live.cpp: the trial's rule */
     ngx_uint_t                  of;         /* its rule's index (in
                                                ctx->outcomes) */
+    ngx_uint_t                  place;      /* its rule's record (in
+                                               the group's rules) */
     rl_outcome_t                outcome;
     ngx_uint_t                  decided;
 } ngx_http_rl_trial_t;
@@ -560,7 +562,9 @@ char *ngx_http_rl_tls_conf(ngx_conf_t *cf, ngx_http_rl_zone_t *zone)
 ngx_int_t ngx_http_rl_shm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *group) RL_NOEXCEPT;
-void ngx_http_rl_shm_refund(ngx_http_rl_group_t *group) RL_NOEXCEPT;
+/* gives back costs[k] units of each record k (0: none) */
+void ngx_http_rl_shm_refund(ngx_http_rl_group_t *group,
+    const uint64_t *costs) RL_NOEXCEPT;
 /* the operator API: a key's state read without counting, or forgotten */
 ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *zone,
     const ngx_http_rl_rule_t *rule, const ngx_str_t *value,

@@ -85,9 +85,10 @@ const char *rl_script_sha(void) RL_NOEXCEPT;
 
 /* A rule's spec for the script (src/core/script.hpp writeSpec):
  * rl_spec_len(algorithm, name_len) bytes, written by rl_spec_write,
- * which returns the end. burst_follows: burst is the limit's default
- * (a key value's override of the limit changes it too). kind: what the
- * rule is besides (RL_SPEC_*). */
+ * which returns the end. dry: 1 a dry run, 2 a trial's (a dry run in
+ * its rule's place, SPEC section 11: spec flag 8); burst_follows: burst
+ * is the limit's default (a key value's override of the limit changes
+ * it too); kind: what the rule is besides (RL_SPEC_*). */
 #define RL_SPEC_CALENDAR    1   /* its records carry bounds (SPEC 12) */
 #define RL_SPEC_ADAPTIVE    2   /* concurrency=auto (SPEC 13) */
 size_t rl_spec_len(int algorithm, size_t name_len) RL_NOEXCEPT;

@@ -926,6 +926,58 @@ TEST(Decide, DryRunRulesNeverRejectAndTakeNothingWhenTheyWould) {
     EXPECT_EQ(d.s.a, before[1].a);
 }
 
+/* A trial (SPEC section 11) decides each request as its rule would at
+ * N' in its place: a raise from 5 to 20 over 30 requests of a key
+ * passes 20 and rejects 10 (the requests its rule alone rejects are
+ * counted in it); a cut to 2 of a key whose real state is full passes
+ * 2 of the next 10; a request another rule rejects counts nowhere. */
+TEST(Decide, TrialCountsAsItsRuleWouldInItsPlace) {
+    for (uint64_t trialN : {20u, 2u}) {
+        Limiter rule(Algorithm::FixedWindow, 5, 60 * kSec);
+        Limiter other(Algorithm::FixedWindow, 100, 60 * kSec);
+        Limiter trial(Algorithm::FixedWindow, trialN, 60 * kSec);
+        trial.p.dryRun = true;
+        trial.p.place = 1;
+        Params p[] = {rule.p, other.p, trial.p};
+        State* s[] = {&rule.s, &other.s, &trial.s};
+        uint64_t cost[] = {1, 1, 1};
+        rl::Figures out[3];
+        int requests = 30;
+        if (trialN == 2) {
+            /* the key's real state full before the trial began */
+            for (int i = 0; i < 5; i++) {
+                ASSERT_TRUE(rl::decide(p, s, nullptr, cost, 1, kT0, out));
+            }
+            requests = 10;
+        }
+        int passed = 0, rejected = 0, admitted = 0;
+        for (int i = 0; i < requests; i++) {
+            admitted += rl::decide(p, s, nullptr, cost, 3, kT0, out) ? 1 : 0;
+            (out[2].retryUs == 0 ? passed : rejected)++;
+            EXPECT_EQ(out[2].delayUs, 0);
+        }
+        EXPECT_EQ(admitted, trialN == 20 ? 5 : 0);
+        EXPECT_EQ(passed, trialN == 20 ? 20 : 2) << trialN;
+        EXPECT_EQ(rejected, trialN == 20 ? 10 : 8) << trialN;
+        EXPECT_EQ(trial.check(kT0).left, 0) << "it counted what it passed";
+        EXPECT_EQ(other.check(kT0).left, 100 - (trialN == 20 ? 5 : 0))
+            << "the other rule counted the admitted requests alone";
+
+        /* another rule rejects: the trial's world rejects it too */
+        other.s = {};
+        for (int i = 0; i < 100; i++) {
+            ASSERT_TRUE(rl::decide(&p[1], &s[1], nullptr, cost, 1, kT0, out));
+        }
+        trial.s = {};
+        rule.s = {};
+        EXPECT_FALSE(rl::decide(p, s, nullptr, cost, 3, kT0, out));
+        EXPECT_EQ(out[0].retryUs, 0) << "its rule admits it";
+        EXPECT_EQ(out[2].retryUs, 0) << "it admits it";
+        EXPECT_EQ(trial.check(kT0).left, static_cast<int64_t>(trialN))
+            << "and counts nothing";
+    }
+}
+
 /* Costs, bursts and delays far beyond any valid rule neither crash nor
  * overflow (the sanitizer build checks): they are never admitted. */
 TEST(Decide, AbsurdFiguresDoNotOverflow) {

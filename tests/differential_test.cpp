@@ -241,7 +241,8 @@ protected:
             const redisReply* before = e[1 + 3 * i];
             const redisReply* ttl = e[2 + 3 * i];
             const redisReply* after = e[3 + 3 * i];
-            bool counted = allowed && costs[i] > 0;
+            bool counted = costs[i] > 0 && want[i].retryUs == 0 &&
+                           (allowed || worldAdmits(p, want, i));
             if (!counted) {
                 /* untouched: same bytes, no TTL set */
                 bool equal = before->type == after->type &&
@@ -368,6 +369,21 @@ protected:
             cpp[static_cast<uint64_t>(t.log[i + 1])] = t.log[i];
         }
         EXPECT_EQ(cpp, slots(t.rule.key)) << where;
+    }
+
+    /* A trial's world (SPEC section 11): every enforced rule but the
+     * one whose place rule i takes admits the request. */
+    static bool worldAdmits(const std::vector<rl::Params>& p,
+                            const std::vector<rl::Figures>& f, size_t i) {
+        if (p[i].place == 0) {
+            return false;
+        }
+        for (size_t j = 0; j < p.size(); j++) {
+            if (j + 1 != p[i].place && !p[j].dryRun && f[j].retryUs > 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     std::string wrapperSha_;
@@ -518,6 +534,43 @@ TEST_F(Differential, SixAlgorithmsStacked) {
     got = randomTrace(rules, 100, 200, 150 * static_cast<int64_t>(kMs),
                       static_cast<int64_t>(4 * kSec), true);
     ASSERT_GE(got, 0);
+}
+
+/* A trial of `of` (SPEC section 11) at N' in its place, the rule at
+ * `place` (1-based) of its request: a dry run on a state of its own
+ * (its key names N', which differs from its rule's). */
+Twin trialOf(const Twin& of, std::string_view value, uint64_t limit,
+             size_t place) {
+    Twin t = twin(value, of.p.algorithm, limit, of.p.windowUs,
+                  of.p.burst == of.p.limit ? limit : of.p.burst, of.p.delay);
+    t.rule.dryRun = true;
+    t.rule.place = place;
+    t.p.dryRun = true;
+    t.p.place = static_cast<uint32_t>(place);
+    return t;
+}
+
+/* Trials beside their rules, one a raise and one a cut, with a third
+ * rule of the request: each counts a request when it admits it and
+ * every rule but its own does (the request its rule alone rejects is
+ * counted in it; one the other rule rejects is not), both sides alike,
+ * and a refund of their records reads their places. */
+TEST_F(Differential, TrialsInTheirRulesPlace) {
+    for (Algorithm a : kAll) {
+        std::string tag(rl::algorithmName(a));
+        std::string value = "trial-" + tag;
+        Twin rule = twin(value, a, 4, 2 * kSec, rl::takesBurst(a) ? 2 : 0,
+                         rl::takesDelay(a) ? 1 : 0);
+        /* (one key value: across slots, the keys stay in rule order) */
+        Twin other = twin(value, Algorithm::SlidingWindow, 9, 3 * kSec);
+        std::vector<Twin> rules = {rule, other, trialOf(rule, value, 12, 1),
+                                   trialOf(other, value, 3, 2)};
+        int got = randomTrace(rules, 7 + static_cast<uint64_t>(a), 300,
+                              120 * static_cast<int64_t>(kMs),
+                              static_cast<int64_t>(3 * kSec), false);
+        ASSERT_GE(got, 0) << tag;
+        EXPECT_GT(got, 30) << tag;
+    }
 }
 
 /* N changes (a reload), the state stays: the meters read it as whole

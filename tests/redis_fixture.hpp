@@ -101,6 +101,9 @@ struct Rule {
     int64_t charge = 0;         /* a charge (or credit) call's units */
     /* a calendar rule's bounds (src/core/calendar.hpp), us; 0: none */
     int64_t bounds[3] = {0, 0, 0};
+    /* a trial (SPEC section 11, a dry run too): 1 + the index among its
+     * request's rules of the rule whose place it takes; 0: none */
+    size_t place = 0;
 
     bool calendar() const { return bounds[2] > 0; }
 };
@@ -308,7 +311,8 @@ protected:
         std::string spec(rl::specBytes(r.algorithm, r.name), '\0');
         auto* p = reinterpret_cast<unsigned char*>(spec.data());
         rl::writeSpec(p, r.algorithm, r.name, r.limit, r.windowUs, r.burst,
-                      r.delay, r.dryRun, r.burstFollows, r.calendar());
+                      r.delay, r.dryRun, r.burstFollows, r.calendar(),
+                      r.place > 0);
         return spec;
     }
 
@@ -368,13 +372,12 @@ protected:
         std::string head;
         size_t q = 0;
         for (const auto& [rules, t] : requests) {
-            size_t calendars = 0;
+            size_t extra = 0;
             for (const Rule& r : rules) {
-                calendars += r.calendar() ? 1 : 0;
+                extra += r.calendar() ? rl::kBoundsBytes : 0;
+                extra += r.place > 0 ? rl::kPlaceBytes : 0;
             }
-            std::string part(rl::requestBytes(rules.size()) +
-                                 rl::kBoundsBytes * calendars,
-                             '\0');
+            std::string part(rl::requestBytes(rules.size()) + extra, '\0');
             auto* p = reinterpret_cast<unsigned char*>(part.data());
             p = rl::requestHead(p, rules.size(), t,
                                 q < asks.size() ? asks[q] : 0);
@@ -392,6 +395,9 @@ protected:
                 }
                 if (r.calendar()) {
                     p = rl::boundsRecord(p, r.bounds);
+                }
+                if (r.place > 0) {
+                    p = rl::placeRecord(p, r.place);
                 }
             }
             head += part;

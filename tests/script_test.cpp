@@ -119,6 +119,14 @@ TEST(Script, SpecIsItsNumbersThenTheAlgorithmAndTheRule) {
     rl::writeSpec(p, "token_bucket", "api 2", 10, 1000000, 10, 0, true,
                   true);
     EXPECT_EQ(rl::doubleAt(spec.data(), 4), 3);
+    /* a trial's (SPEC section 11): a dry run in its rule's place */
+    rl::writeSpec(p, "token_bucket", "api 2", 10, 1000000, 10, 0, true,
+                  false, false, true);
+    EXPECT_EQ(rl::doubleAt(spec.data(), 4), 9);
+    std::string place(rl::kPlaceBytes, '?');
+    auto* q = reinterpret_cast<unsigned char*>(place.data());
+    EXPECT_EQ(rl::placeRecord(q, 3), q + place.size());
+    EXPECT_EQ(rl::doubleAt(place.data(), 0), 3);
 }
 
 /* A request of n rules: n and t, then each rule's key, spec and cost. */

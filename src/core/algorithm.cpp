@@ -373,17 +373,30 @@ int64_t idleAtUs(const Params& p, const State& s, const int64_t* log,
 bool decide(const Params* p, State* const* s, int64_t* const* logs,
             const uint64_t* cost, size_t n, int64_t nowUs, Figures* out) {
     /* Every rule is checked before any commits; a rule rejects exactly
-     * when its retry is positive. */
+     * when its retry is positive. refused: the enforced rules that
+     * reject it, the last of them at `last` (a trial's world is the
+     * request less its rule's verdict). */
     bool allowed = true;
+    size_t refused = 0, last = 0;
     for (size_t i = 0; i < n; i++) {
         Check c = check(p[i], *s[i], logs != nullptr ? logs[i] : nullptr,
                         cost[i], nowUs);
         out[i] = {c.left, c.resetUs, c.retryUs,
                   p[i].dryRun ? 0 : c.delayUs};
         allowed = allowed && (c.ok || p[i].dryRun);
+        if (!c.ok && !p[i].dryRun) {
+            refused++;
+            last = i + 1;
+        }
     }
     for (size_t i = 0; i < n; i++) {
-        if (allowed && out[i].retryUs == 0) {
+        if (!allowed && out[i].retryUs == 0 && p[i].place != 0 &&
+            refused == 1 && last == p[i].place) {
+            /* a trial whose rule alone rejects it: its world admits it */
+            commit(p[i], *s[i], logs != nullptr ? logs[i] : nullptr,
+                   cost[i], nowUs);
+            out[i].delayUs = 0;
+        } else if (allowed && out[i].retryUs == 0) {
             int64_t* log = logs != nullptr ? logs[i] : nullptr;
             commit(p[i], *s[i], log, cost[i], nowUs);
             out[i].remaining =

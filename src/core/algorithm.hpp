@@ -55,6 +55,11 @@ struct Params {
     /* dry run: evaluated and counted, never rejects nor delays; a
      * request it would reject takes nothing from it */
     bool dryRun = false;
+    /* a trial (SPEC section 11, a dry run too): 1 + the index among the
+     * request's rules of the rule whose place it takes; 0: none. It
+     * counts the request when that world admits it: it admits it and
+     * every other rule but that one does (decide()). */
+    uint32_t place = 0;
     /* concurrency: the request's slot (its worker and a counter), what
      * commit() holds and refund() releases */
     uint64_t slotId = 0;
@@ -201,9 +206,12 @@ struct Figures {
 /* What the script (lua/rl.lua) does for the n rules of one call: check
  * every rule; if every rule that is not a dry run admits the request,
  * commit every rule that admits it (a dry-run rule that would reject it
- * takes nothing), else commit none. logs may be null
- * when no rule is a sliding_log. Returns whether the request is
- * admitted; out[0..n) gets the figures. */
+ * takes nothing), else commit none; but a trial (p.place) commits when
+ * it admits the request and every rule that is not a dry run, but the
+ * one whose place it takes, does: a request its rule rejects alone is
+ * counted in it (its figures are still those of a request not
+ * admitted). logs may be null when no rule is a sliding_log. Returns
+ * whether the request is admitted; out[0..n) gets the figures. */
 bool decide(const Params* p, State* const* s, int64_t* const* logs,
             const uint64_t* cost, size_t n, int64_t nowUs, Figures* out);
 

@@ -77,13 +77,14 @@ unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
                          std::string_view rule, uint64_t limit,
                          uint64_t windowUs, uint64_t burst, uint64_t delay,
                          bool dry, bool burstFollows, bool calendar,
-                         bool adaptive) {
+                         bool trial, bool adaptive) {
     p = putDouble(p, static_cast<double>(limit));
     p = putDouble(p, static_cast<double>(windowUs));
     p = putDouble(p, static_cast<double>(burst));
     p = putDouble(p, static_cast<double>(delay));
     p = putDouble(p, (dry ? 1 : 0) + (burstFollows ? 2 : 0) +
-                         (calendar ? 4 : 0) + (adaptive ? 16 : 0));
+                         (calendar ? 4 : 0) + (trial ? 8 : 0) +
+                         (adaptive ? 16 : 0));
     p = putDouble(p, static_cast<double>(algorithm.size()));
     std::memcpy(p, algorithm.data(), algorithm.size());
     p += algorithm.size();
@@ -175,6 +176,10 @@ unsigned char* boundsRecord(unsigned char* p, const int64_t* bounds) {
         p = putDouble(p, static_cast<double>(bounds[i]));
     }
     return p;
+}
+
+unsigned char* placeRecord(unsigned char* p, size_t place) {
+    return putDouble(p, static_cast<double>(place));
 }
 
 unsigned char* chargeRecord(unsigned char* p, size_t key, size_t spec,

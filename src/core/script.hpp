@@ -29,9 +29,11 @@
  *   limit, window in us, burst, delay, flags (1: a dry run; 2: burst is
  *   the limit's default, and follows a key value's override of the
  *   limit; 4: a calendar rule, SPEC section 12: its records carry their
- *   period's bounds; 16: concurrency=auto, SPEC section 13: N is the
- *   fleet's, read in Redis, limit is its min and burst its max), the
- *   length of the algorithm's name, packed like the head,
+ *   period's bounds; 8: a trial, SPEC section 11, a dry run too: its
+ *   records carry the place of the rule it stands in for, placeRecord;
+ *   16: concurrency=auto, SPEC section 13: N is the fleet's, read in
+ *   Redis, limit is its min and burst its max), the length of the
+ *   algorithm's name, packed like the head,
  *   then the algorithm's name and the rule's (what overrides name; a
  *   length rather than a separator: Redis finds no separator on every
  *   call). Burst is the effective one
@@ -106,7 +108,7 @@ unsigned char* writeSpec(unsigned char* p, std::string_view algorithm,
                          std::string_view rule, uint64_t limit,
                          uint64_t windowUs, uint64_t burst, uint64_t delay,
                          bool dry, bool burstFollows, bool calendar = false,
-                         bool adaptive = false);
+                         bool trial = false, bool adaptive = false);
 
 /* A request of `rules` rules in the head. */
 constexpr size_t requestBytes(size_t rules) { return 16 + 24 * rules; }
@@ -158,6 +160,12 @@ unsigned char* chargeRecord(unsigned char* p, size_t key, size_t spec,
  * script picks its request's period with them, on Redis' clock. */
 inline constexpr size_t kBoundsBytes = 24;
 unsigned char* boundsRecord(unsigned char* p, const int64_t* bounds);
+
+/* A trial's record (spec flag 8, SPEC section 11) is followed by the
+ * 1-based index, among its request's records, of the rule whose place
+ * it takes. */
+inline constexpr size_t kPlaceBytes = 8;
+unsigned char* placeRecord(unsigned char* p, size_t place);
 
 /* What the module's own calls end with (a decision ends with a spec). */
 enum class CallKind : uint8_t { Decide, Refund, Renew, Charge, Credit };

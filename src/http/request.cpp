@@ -315,38 +315,33 @@ void count(ngx_http_rl_ctx_t *ctx) {
     rl::adaptive::count(ctx);
 }
 
-/* Another zone rejected the request: give back what this one counted,
- * so a rejected request consumes nothing in any rule. The embedded
- * store gives it back at once; the answer to a Redis refund is awaited
- * (settle()), so the client's next request finds nothing counted, on
- * whichever worker and connection it lands: g->call is the refund in
- * flight, which the caller counts in ctx->pending. */
+/* The request was rejected: give back what this group counted (all of
+ * it if another zone rejected it; a trial's count whose world rejected
+ * it: trials.hpp), so a rejected request consumes nothing in any rule.
+ * The embedded store gives it back at once; the answer to a Redis
+ * refund is awaited (settle()), so the client's next request finds
+ * nothing counted, on whichever worker and connection it lands: g->call
+ * is the refund in flight, which the caller counts in ctx->pending. */
 void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
             int retry = NGX_HTTP_RL_RETRY_NONE) {
+    /* at the decision's time; a dry-run rule (a trial) that did not
+     * count it: nothing to give */
+    uint64_t costs[RL_MAX_RULES];
+    if (!rl::trials::owed(ctx, g, costs)) {
+        return;
+    }
     if (ngx_http_rl_embedded(g->zone) || g->local) {
-        ngx_http_rl_shm_refund(g);
+        ngx_http_rl_shm_refund(g, costs);
         return;
     }
     if (g->leased) {
         rl::leaseUnspend(g);
         return;
     }
-    ngx_http_request_t *r = ctx->r;
     bool asking = retry == NGX_HTTP_RL_RETRY_ASK;
-    ngx_http_rl_link_t *link = asking ? g->ask : linkFor(r, g);
+    ngx_http_rl_link_t *link = asking ? g->ask : linkFor(ctx->r, g);
     if (link == nullptr) {
         return;
-    }
-    /* at the decision's time; a dry-run rule (a trial) that did not
-     * count it: nothing to give */
-    uint64_t costs[RL_MAX_RULES];
-    for (ngx_uint_t k = 0; k < g->nrules; k++) {
-        costs[k] = ctx->outcomes[g->rules[k]].retry_ms == 0 ? g->costs[k] : 0;
-    }
-    for (ngx_uint_t t = 0; t < g->ntrials; t++) {
-        const rl_outcome_t &o = g->trials[t].outcome;
-        costs[g->nrules + t] = g->trials[t].decided && o.retry_ms == 0
-                                   ? g->costs[g->nrules + t] : 0;
     }
     g->call = reinterpret_cast<ngx_http_rl_call_t *>(rl::sendRefund(
         reinterpret_cast<rl::Link *>(link), g, asking,
@@ -354,13 +349,14 @@ void refund(ngx_http_rl_ctx_t *ctx, ngx_http_rl_group_t *g,
 }
 
 /* Rules the deny cache can answer for: Redis zones, enforced, of a
- * constant cost, rate rules. Not an in-flight rule: a slot freed
- * anywhere must be open to the next request at once (SPEC 9). */
+ * constant cost, rate rules running no trial (which decides each
+ * request). Not an in-flight rule: a slot freed anywhere must be open
+ * to the next request at once (SPEC 9). */
 bool cacheable(ngx_http_rl_ctx_t *ctx, const ngx_http_rl_group_t *g,
                const ngx_http_rl_rule_t *rule) {
     return !ngx_http_rl_embedded(g->zone) && rule->cost_cv == nullptr &&
            rule->algorithm != RL_ALGORITHM_CONCURRENCY &&
-           !ngx_http_rl_dry_run(ctx, rule);
+           !ngx_http_rl_dry_run(ctx, rule) && !rl::live::trialOf(rule);
 }
 
 ngx_shm_zone_t *denyZone(ngx_http_request_t *r) {
@@ -526,7 +522,7 @@ void finish(ngx_http_rl_ctx_t *ctx) {
     if (rejected || closed) {
         for (ngx_uint_t g = 0; g < ctx->ngroups; g++) {
             ngx_http_rl_group_t *group = &ctx->groups[g];
-            if (!group->error && group->allowed && !group->skipped) {
+            if (!group->error && !group->skipped) {
                 refund(ctx, group);
                 if (group->call != nullptr) {
                     ctx->pending++;

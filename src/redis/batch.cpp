@@ -274,7 +274,7 @@ namespace {
 
 /* Rule k of the group's record: its slot for a concurrency rule, its
  * signed units in a charge, else its cost; a calendar rule's bounds
- * after it. */
+ * after it, a trial's place (its rule's record) likewise. */
 unsigned char *record(unsigned char *p, const ngx_http_rl_group_t *g,
                       ngx_uint_t k, size_t key, size_t spec, CallKind kind,
                       const uint64_t *costs) {
@@ -286,16 +286,21 @@ unsigned char *record(unsigned char *p, const ngx_http_rl_group_t *g,
     } else {
         p = ruleRecord(p, key, spec, costs[k]);
     }
+    if (k >= g->nrules) {
+        return placeRecord(p, g->trials[k - g->nrules].place + 1);
+    }
     if ((g->calendar >> k) & 1) {
         p = boundsRecord(p, &g->bounds[3 * k]);
     }
     return p;
 }
 
-/* The bounds a group's calendar rules add to its records. */
+/* The bounds a group's calendar rules add to its records, and its
+ * trials' places. */
 size_t boundsBytes(const ngx_http_rl_group_t *g) {
     return kBoundsBytes *
-           static_cast<size_t>(__builtin_popcountll(g->calendar));
+               static_cast<size_t>(__builtin_popcountll(g->calendar)) +
+           kPlaceBytes * g->ntrials;
 }
 
 }  // namespace

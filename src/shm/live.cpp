@@ -94,11 +94,11 @@ uint64_t burstAt(const ngx_http_rl_rule_t *rule, uint64_t n) {
 }
 
 void writeSpecAt(u_char *p, const ngx_http_rl_rule_t *rule, uint64_t n,
-                 bool dry) {
+                 int dry) {
     (void) rl_spec_write(p, static_cast<int>(rule->algorithm),
                          reinterpret_cast<const char *>(rule->name.data),
                          rule->name.len, n, rule->window_us,
-                         burstAt(rule, n), rule->delay, dry ? 1 : 0,
+                         burstAt(rule, n), rule->delay, dry,
                          static_cast<int>(rule->burst_follows),
                          rule->calendar != nullptr ? 1 : 0);
 }
@@ -122,8 +122,8 @@ void refresh(RuleLive *l) {
     l->endsUs = limit.endsUs;
     if (l->limit >= 0) {
         auto n = static_cast<uint64_t>(l->limit);
-        writeSpecAt(l->spec.data, rule, n, false);
-        writeSpecAt(l->drySpec.data, rule, n, true);
+        writeSpecAt(l->spec.data, rule, n, 0);
+        writeSpecAt(l->drySpec.data, rule, n, 1);
         uint32_t crc;
         ngx_crc32_init(crc);
         ngx_crc32_update(&crc, reinterpret_cast<u_char *>(
@@ -144,8 +144,9 @@ void refresh(RuleLive *l) {
         ngx_http_rl_rule_t &s = l->shadow;
         s.limit = n;
         s.burst = burstAt(rule, n);
-        writeSpecAt(s.spec.data, rule, n, true);
-        writeSpecAt(s.dry_spec.data, rule, n, true);
+        /* a dry run in the rule's place (rl_core.h: a trial's) */
+        writeSpecAt(s.spec.data, rule, n, 2);
+        writeSpecAt(s.dry_spec.data, rule, n, 2);
     }
 }
 

@@ -1,5 +1,5 @@
 /* Live limits and trials (SPEC section 11): a rule name's limit changed
- * while nginx runs, and a trial of another limit run beside it.
+ * while nginx runs, and a trial of another limit in its place.
  *
  * Both are settings of a zone and rule name. A Redis zone's are the
  * fleet's: written by any instance's operator API into Redis, read by
@@ -17,7 +17,7 @@
  * rejects every request of the rule (Retry-After up to a minute: the
  * limit may be lifted). A trial at N decides each request of the rule
  * again, in dry run, in the same script call, on a state of its own:
- * what a dry_run rule at N configured beside the rule would count. */
+ * as the rule would at N in its place (src/fleet/trials.hpp). */
 #pragma once
 
 #include "ngx.hpp"
@@ -90,8 +90,8 @@ inline uint32_t configCrc(const ngx_http_rl_rule_t *rule) {
 }
 
 /* The trial the rule runs now, if any: its shadow rule (a dry run at
- * the trial's N on a state of its own, its spec made), else NULL. Never
- * for a concurrency= rule. */
+ * the trial's N in the rule's place, on a state of its own, its spec
+ * made), else NULL. Never for a concurrency= rule. */
 inline ngx_http_rl_rule_t *trialOf(const ngx_http_rl_rule_t *rule) {
     return quiet(rule) ? nullptr : liveTrialOf(rule);
 }

@@ -187,15 +187,27 @@ struct Records {
             g->ctx->decided[g->rules[k]] = 1;
         }
     }
-    /* its figures, NULL for a trial not decided */
-    const rl_outcome_t *outcome(ngx_uint_t k) const {
-        if (trial(k)) {
-            const ngx_http_rl_trial_t &t = g->trials[k - g->nrules];
-            return t.decided ? &t.outcome : nullptr;
-        }
-        return &g->ctx->outcomes[g->rules[k]];
+    /* a trial's place: its rule's record */
+    ngx_uint_t place(ngx_uint_t k) const {
+        return g->trials[k - g->nrules].place;
     }
 };
+
+/* The trials among the n records decided (at[j]: record j's place in
+ * the group) take the place of their rules there (SPEC section 11). */
+void placeTrials(const Records &rec, const ngx_uint_t *at, rl::Params *dp,
+                 ngx_uint_t n) {
+    for (ngx_uint_t j = 0; j < n; j++) {
+        if (!rec.trial(at[j])) {
+            continue;
+        }
+        for (ngx_uint_t i = 0; i < n; i++) {
+            if (at[i] == rec.place(at[j])) {
+                dp[j].place = static_cast<uint32_t>(i + 1);
+            }
+        }
+    }
+}
 
 Shared *sharedOf(ngx_http_rl_zone_t *z) {
     return static_cast<Shared *>(z->sh);
@@ -634,6 +646,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
         n++;
     }
     if (!blocked) {
+        placeTrials(rec, at, dp, n);
         allowed = rl::decide(dp, states, logs, dc, n, now, figures);
         for (ngx_uint_t j = 0; j < n; j++) {
             settle(z, nodes[j], dp[j], now);
@@ -664,7 +677,8 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
     return NGX_OK;
 }
 
-void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
+void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g,
+                            const uint64_t *costs) noexcept {
     Records rec(g);
     ngx_http_rl_zone_t *z = g->zone;
     Node *nodes[RL_MAX_RULES];
@@ -672,8 +686,7 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
 
     ngx_shmtx_lock(&z->shpool->mutex);
     for (ngx_uint_t k = 0; k < rec.n; k++) {
-        const rl_outcome_t *o = rec.outcome(k);
-        if (o == nullptr || o->retry_ms > 0) {
+        if (costs[k] == 0) {
             nodes[k] = nullptr; /* a dry-run rule that did not count it */
             continue;
         }
@@ -687,8 +700,8 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g) noexcept {
                                 g->now_us, nodes, k, &pr);
         if (nodes[k] != nullptr) {
             p.slotId = g->slot_id;  /* a concurrency rule's: released */
-            rl::refund(p, nodes[k]->state, logOf(nodes[k]),
-                       g->ctx->costs[rec.index(k)], g->now_us);
+            rl::refund(p, nodes[k]->state, logOf(nodes[k]), costs[k],
+                       g->now_us);
             settle(z, nodes[k], p, g->now_us);
         }
     }
