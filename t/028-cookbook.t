@@ -496,6 +496,47 @@ SKIP: {
     }
 }
 
+# ------------------------------------------------------------ shedding load
+
+{
+    my $what = 'reduced capacity';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/reduced-capacity/i, $what),
+                                 $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        # four business requests hold N = 4 slots (min=) while their
+        # bodies come slowly: the fifth is shed
+        my @held = map {
+            my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                                        PeerPort => $p, Timeout => 5);
+            print $s "POST /api/x HTTP/1.1\r\nHost: localhost\r\n"
+                   . "X-Api-Plan: business\r\nContent-Length: 10\r\n\r\na";
+            $s;
+        } 1 .. 4;
+        ok(wait_until(sub { slots_held($r) == 4 }, timeout => 10),
+           "$what: 4 requests hold the 4 slots N starts with");
+        my $res = http_get($p, '/api/x', 'X-Api-Plan' => 'business');
+        is($res->{code}, 503, "$what: the fifth is shed with a 503");
+        is($res->{headers}{'content-type'}, 'application/problem+json',
+           "$what: as application/problem+json");
+        my $body = eval { JSON::PP->new->decode($res->{body}) } // {};
+        is($body->{type}, 'https://iana.org/assignments/http-problem-types'
+           . '#temporary-reduced-capacity',
+           "$what: the draft's temporary-reduced-capacity type");
+        is_deeply($body->{'violated-policies'}, ['backend'],
+                  "$what: violated-policies names the rule");
+        is(join(' ', map { $res->{headers}{$_} // '-' }
+                         qw(retry-after x-ratelimit-limit)),
+           '1 4', "$what: Retry-After: 1 and the N it was decided with");
+        print $_ "bcdefghij" for @held;
+        close $_ for @held;
+        ok(wait_until(sub { slots_held($r) == 0 }, timeout => 10),
+           "$what: their slots go when they end");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
 # ------------------------------------------------------------ Prometheus
 
 {

@@ -143,16 +143,19 @@ Json &setting(Json &out, const live::Setting &s, bool closed) {
 }
 
 /* A rule name's live limit and trial, as this instance has them (SPEC
- * section 11): "limit" in force, "configured", "live", "trial". */
-Json &settings(Json &out, const ngx_http_rl_name_t *name) {
+ * section 11): "limit" in force, "configured", "live", "trial"; an auto
+ * rule's configured N is the one it learnt (SPEC 13). */
+Json &settings(Json &out, ngx_http_rl_main_conf_t *rmcf,
+               const ngx_http_rl_name_t *name) {
     const ngx_http_rl_rule_t *rule = name->first;
     char by[live::kMaxBy], reason[live::kMaxReason];
     live::Setting l = live::read(name, live::Kind::Limit, by, reason);
-    out.raw(",\"limit\":")
-        .num(l.limit >= 0 ? l.limit : static_cast<int64_t>(rule->limit));
+    int64_t configured = rule->adaptive != nullptr
+                             ? adaptiveLimit(rmcf, rule)
+                             : static_cast<int64_t>(rule->limit);
+    out.raw(",\"limit\":").num(l.limit >= 0 ? l.limit : configured);
     if (l.limit >= 0) {
-        setting(out.raw(",\"configured\":")
-                    .num(static_cast<int64_t>(rule->limit))
+        setting(out.raw(",\"configured\":").num(configured)
                     .raw(",\"live\":"), l, true);
     }
     live::Setting t = live::read(name, live::Kind::Trial, by, reason);
@@ -166,7 +169,8 @@ Json &settings(Json &out, const ngx_http_rl_name_t *name) {
 }
 
 /* One entry of /1/rules: the first rule of its zone and name. */
-Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
+Json &rule(Json &out, ngx_http_rl_main_conf_t *rmcf,
+           const ngx_http_rl_rule_t *rule) {
     size_t len;
     const char *alg = rl_algorithm_name(static_cast<int>(rule->algorithm),
                                         &len);
@@ -174,7 +178,7 @@ Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
     out.raw("{\"name\":").str(viewOf(rule->name))
         .raw(",\"zone\":").str(viewOf(rule->zone->name))
         .raw(",\"algorithm\":").str({alg, len});
-    settings(out, rule->named);
+    settings(out, rmcf, rule->named);
     if (rule->algorithm == RL_ALGORITHM_CONCURRENCY) {
         /* requests in flight: no window; its slots' hold= */
         seconds(out.raw(",\"window\":null,\"hold\":"), rule->window_us);
@@ -208,7 +212,16 @@ Json &rule(Json &out, const ngx_http_rl_rule_t *rule) {
         }
         out.raw(",\"count\":").num(total).raw("}");
     }
-    return out.raw("]}");
+    out.raw("]");
+    if (rule->adaptive != nullptr) {
+        int64_t levels[4][2] = {};
+        for (int l = 0; s != nullptr && l < 4; l++) {
+            levels[l][0] = static_cast<int64_t>(s->priority[l][0]);
+            levels[l][1] = static_cast<int64_t>(s->priority[l][1]);
+        }
+        adaptiveJson(out, rmcf, rule, levels);
+    }
+    return out.raw("}");
 }
 
 /* GET /1/rules: every zone and name once, in the order written. */
@@ -216,7 +229,7 @@ Json &rules(Json &out, ngx_http_rl_main_conf_t *rmcf) {
     auto *names = static_cast<ngx_http_rl_name_t *>(rmcf->names.elts);
     out.raw("[");
     for (ngx_uint_t i = 0; i < rmcf->names.nelts; i++) {
-        rule(out.raw(i ? ",\n" : "\n"), names[i].first);
+        rule(out.raw(i ? ",\n" : "\n"), rmcf, names[i].first);
     }
     return out.raw("\n]\n");
 }
@@ -637,7 +650,7 @@ ngx_int_t handle(ngx_http_request_t *r) {
         return refuse(r, err);
     }
     if (req.route == Route::Rule) {
-        rule(out, set.first).raw("\n");
+        rule(out, rmcf, set.first).raw("\n");
         return send(r, NGX_HTTP_OK, out);
     }
     if (req.route == Route::Top) {

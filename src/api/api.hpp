@@ -109,4 +109,14 @@ ngx_int_t fleetRead(ngx_http_request_t *r, const Request &req);
 /* The answer's JSON in one piece of the pool (empty on failure). */
 std::string_view flatten(ngx_pool_t *pool, const Json &j);
 
+/* concurrency=auto (SPEC 13, api/adaptive.cpp): the rule's current N
+ * (its busiest key value's; min before any), and its "adaptive" and
+ * "priorities" members, the levels' outcomes given ([level][passed,
+ * rejected]). */
+int64_t adaptiveLimit(ngx_http_rl_main_conf_t *rmcf,
+                      const ngx_http_rl_rule_t *rule);
+Json &adaptiveJson(Json &out, ngx_http_rl_main_conf_t *rmcf,
+                   const ngx_http_rl_rule_t *rule,
+                   const int64_t priorities[4][2]);
+
 }  // namespace rl::api

@@ -100,6 +100,17 @@ const ngx_str_t *specOf(const ngx_http_rl_ctx_t *ctx, ngx_uint_t i,
     return &a->pinned[d][level];
 }
 
+ngx_uint_t status(const ngx_http_rl_ctx_t *ctx, bool rejected) {
+    if (ctx->lcf->status_code != 0) {
+        return ctx->lcf->status_code;
+    }
+    auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
+    return rejected && ctx->binding >= 0 &&
+                   rules[ctx->binding].adaptive != nullptr
+               ? NGX_HTTP_SERVICE_UNAVAILABLE
+               : NGX_HTTP_TOO_MANY_REQUESTS;
+}
+
 void count(ngx_http_rl_ctx_t *ctx) {
     if (ctx->levels == nullptr) {
         return;     /* no auto rule */

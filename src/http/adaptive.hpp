@@ -36,6 +36,12 @@ bool leveled(ngx_http_rl_ctx_t *ctx, ngx_uint_t i);
 const ngx_str_t *specOf(const ngx_http_rl_ctx_t *ctx, ngx_uint_t i,
                         const ngx_http_rl_rule_t *rule, bool dry);
 
+/* The status of a rejected request (rejected: by a rule; else by a
+ * zone's failure=closed): rl_status, else 503 where the binding rule is
+ * an auto rule (the upstream is busy, not the client's fault), else
+ * 429. */
+ngx_uint_t status(const ngx_http_rl_ctx_t *ctx, bool rejected);
+
 /* The request was decided: per auto rule decided, its outcome by
  * level (rl_requests_total's priorities), whether it reached the limit
  * and the N it was decided with, and, admitted, when. */

@@ -12,6 +12,7 @@
 #include "ngx.hpp"
 
 #include "core/usage.hpp"
+#include "shm/adaptive.hpp"
 
 namespace {
 
@@ -219,6 +220,63 @@ u_char *gateway(u_char *p, ngx_http_rl_main_conf_t *rmcf) {
     return p;
 }
 
+/* concurrency=auto (SPEC 13): N, the last interval's latency (the
+ * fleet's for a Redis zone) of each auto rule's busiest key value, and
+ * its outcomes by priority level */
+u_char *adaptive(u_char *p, ngx_http_rl_main_conf_t *rmcf,
+                 rl::adaptive::View *v) {
+    static const char *const kSeries[3] = {
+        "rl_adaptive_limit", "rl_adaptive_latency_seconds",
+        "rl_adaptive_requests_total"};
+    static const char *const kHelp[3] = {
+        "The in-flight limit N a concurrency=auto rule has learnt.",
+        "The latency of its admitted requests in the last interval.",
+        "Requests it decided, by priority level and outcome."};
+    static const char *const kType[3] = {"gauge", "gauge", "counter"};
+    auto *names = static_cast<ngx_http_rl_name_t *>(rmcf->names.elts);
+    for (int k = 0; k < 3; k++) {
+        p = header(p, kSeries[k], kType[k], kHelp[k]);
+        for (ngx_uint_t i = 0; i < rmcf->names.nelts; i++) {
+            const ngx_http_rl_rule_t *rule = names[i].first;
+            ngx_http_rl_rule_stats_t *s = rule->stats;
+            if (rule->adaptive == nullptr || s == nullptr ||
+                entryOf(s)->kind == kFree) {
+                continue;
+            }
+            const Entry *e = entryOf(s);
+            size_t len = ngx_strlen(kSeries[k]);
+            if (k == 2) {
+                for (int l = 0; l < 8; l++) {
+                    p = ruleSeries(p, kSeries[k], len, e);
+                    p = ngx_sprintf(p, "\",priority=\"%d\",outcome=\"%s\"} "
+                                       "%uA\n", l / 2,
+                                    l % 2 ? "rejected" : "passed",
+                                    s->priority[l / 2][l % 2]);
+                }
+                continue;
+            }
+            bool seen = rl::adaptive::busiest(rmcf, rule->id, v);
+            const auto &params = rl::adaptive::ruleOf(rule)->params;
+            if (k == 0) {
+                p = ruleSeries(p, kSeries[k], len, e);
+                p = ngx_sprintf(p, "\"} %uL\n",
+                                seen && v->limit > 0 ? v->limit
+                                                     : params.min);
+                continue;
+            }
+            for (int q = 0; q < 2; q++) {
+                auto us = static_cast<int64_t>(
+                    seen ? (q ? v->p90Us : v->p50Us) : 0);
+                p = ruleSeries(p, kSeries[k], len, e);
+                p = ngx_sprintf(p, "\",quantile=\"%s\"} %L.%06L\n",
+                                q ? "0.9" : "0.5", us / 1000000,
+                                us % 1000000);
+            }
+        }
+    }
+    return p;
+}
+
 u_char *latency(u_char *p, ngx_http_rl_zone_t **zones, ngx_uint_t n) {
     p = header(p, "rl_store_latency_seconds", "histogram",
                "Round trips to the zone's Redis.");
@@ -414,9 +472,10 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
      * name, a value and punctuation */
     size_t line = 4 * kLabel + 128;
     /* per rule: its outcomes, usage buckets, sum and count, rl_inflight
-     * and three rl_charges_total */
+     * and three rl_charges_total; an auto rule's N, two quantiles and
+     * eight outcomes */
     size_t size = 4096 + line * ((NGX_HTTP_RL_OUTCOMES +
-                                  NGX_HTTP_RL_USAGE_BUCKETS + 2 + 4) *
+                                  NGX_HTTP_RL_USAGE_BUCKETS + 2 + 4 + 11) *
                                      rmcf->rules.nelts +
                                  (NGX_HTTP_RL_LATENCY_BUCKETS + 15) * nz);
     ngx_buf_t *b = ngx_create_temp_buf(r->pool, size);
@@ -455,6 +514,14 @@ ngx_int_t ngx_http_rl_metrics_handler(ngx_http_request_t *r) noexcept {
                     offsetof(ngx_http_rl_zone_stats_t, evictions));
         p = leaseUnits(p, zones, nz);
         p = gateway(p, rmcf);
+        if (rmcf->adaptive != nullptr) {
+            auto *v = static_cast<rl::adaptive::View *>(
+                ngx_palloc(r->pool, sizeof(rl::adaptive::View)));
+            if (v == nullptr) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+            p = adaptive(p, rmcf, v);
+        }
     }
     b->last = p;
     b->last_buf = (r == r->main) ? 1 : 0;

@@ -573,8 +573,9 @@ ngx_http_rl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->rules = prev->rules;
     }
 
-    ngx_conf_merge_uint_value(conf->status_code, prev->status_code,
-                              NGX_HTTP_TOO_MANY_REQUESTS);
+    /* 0: not set, 429 (503 for a rejection by concurrency=auto, SPEC
+     * 13: src/http/adaptive.cpp status()) */
+    ngx_conf_merge_uint_value(conf->status_code, prev->status_code, 0);
     ngx_conf_merge_uint_value(conf->headers, prev->headers,
                               NGX_HTTP_RL_HEADERS_ON);
     ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);

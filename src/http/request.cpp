@@ -536,13 +536,13 @@ void finish(ngx_http_rl_ctx_t *ctx) {
     ngx_int_t dry = dryRejection(ctx);
     if (rejected) {
         ctx->status = NGX_HTTP_RL_STATUS_REJECTED;
-        ctx->rc = ctx->lcf->status_code;
+        ctx->rc = rl::adaptive::status(ctx, true);
         logDecision(ctx, ctx->binding, "request rejected", level);
     } else if (error) {
         /* what the other zones said is not the request's decision: no
          * headers, no variables (and their counts are given back) */
         ctx->status = NGX_HTTP_RL_STATUS_ERROR;
-        ctx->rc = closed ? ctx->lcf->status_code : NGX_DECLINED;
+        ctx->rc = closed ? rl::adaptive::status(ctx, false) : NGX_DECLINED;
         ctx->binding = -1;
     } else {
         ctx->status = ctx->ngroups ? NGX_HTTP_RL_STATUS_PASSED

@@ -267,7 +267,12 @@
     } else {
       c.appendChild(text(String(r.limit)));
       c.appendChild(el("span", "unit", per(r)));
-      c.title = r.algorithm;
+      if (r.adaptive) {
+        c.appendChild(el("span", "line2", "auto · " + r.adaptive.min +
+                         " to " + r.adaptive.max));
+      }
+      c.title = r.adaptive ? "concurrency=auto: learnt from the upstream"
+                           : r.algorithm;
     }
     return c;
   }
@@ -375,6 +380,8 @@
                           text(" live, " + fmtUntil(r.live.until) +
                                (r.live.by ? ", set by " + r.live.by : ""))]);
       if (r.live.reason) { kvRow(dl, "reason", r.live.reason); }
+    } else if (r.adaptive) {
+      kvRow(dl, "limit", r.limit + per(r) + " learnt (concurrency=auto)");
     } else {
       kvRow(dl, "limit", r.limit + per(r) + " as configured (" +
             r.algorithm + ")");
@@ -400,6 +407,7 @@
           }).join("; ") + ")" : ""));
     }
     box.appendChild(dl);
+    if (r.adaptive) { box.appendChild(adaptiveBox(r)); }
     /* the what-if's N, unless typed */
     var input = $("newlimit");
     if (!state.limitEdited || input.dataset.rule !== ruleId(r)) {
