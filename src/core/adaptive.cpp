@@ -12,9 +12,20 @@ size_t bucketOf(int64_t latencyUs) {
     if (latencyUs <= 1) {
         return 0;
     }
-    double b = std::floor(kBucketsPerOctave *
-                          std::log2(static_cast<double>(latencyUs)));
-    return std::min(static_cast<size_t>(b), kBuckets - 1);
+    /* the octave, then the sixteenth of it from the 8 bits after the
+     * leading one (on every request: no log2), whose thresholds are
+     * ceil(256 x (2^(j/16) - 1)) */
+    static constexpr uint8_t kSixteenths[15] = {
+        12, 24, 36, 49, 62, 76, 91, 107, 123, 139, 157, 175, 194, 214, 235};
+    auto x = static_cast<uint64_t>(latencyUs);
+    int e = 63 - __builtin_clzll(x);
+    uint64_t m = e >= 8 ? (x >> (e - 8)) & 0xff : (x << (8 - e)) & 0xff;
+    size_t j = 0;
+    while (j < 15 && m >= kSixteenths[j]) {
+        j++;
+    }
+    return std::min(static_cast<size_t>(e) * kBucketsPerOctave + j,
+                    kBuckets - 1);
 }
 
 double bucketUs(size_t bucket) {

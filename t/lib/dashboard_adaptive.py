@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An adaptive rule on the operator dashboard (t/089-adaptive.t), in
+"""An adaptive rule on the operator dashboard (t/091-adaptive.t), in
 headless Chromium through Selenium: the rule is listed as learnt, and
 its box draws N, the requests in flight and the p90 over time, and what
 each priority level lost, as /1/rules says. Prints TAP lines.
