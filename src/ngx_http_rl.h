@@ -497,6 +497,15 @@ void ngx_http_rl_header_filter_init(void);
  * copied) */
 ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r, const char *name,
     size_t len, ngx_str_t *value);
+/* the draft's items of a rule (also rl_quota's): "NAME";q=Q;w=W of
+ * RateLimit-Policy (a concurrency= rule's: its quota unit, no w),
+ * "NAME";r=R;t=T of RateLimit; the most bytes either takes, with the
+ * ", " before it */
+size_t ngx_http_rl_policy_len(const ngx_http_rl_rule_t *rule);
+u_char *ngx_http_rl_policy_item(u_char *p, const ngx_http_rl_rule_t *rule,
+    uint64_t q, uint64_t w);
+u_char *ngx_http_rl_limit_item(u_char *p, const ngx_http_rl_rule_t *rule,
+    int64_t r, int64_t t);
 
 /* redis/stores.cpp: per worker, a store per Redis zone (one connection
  * per server, or a cluster's: redis/cluster.cpp), and the link
