@@ -435,6 +435,54 @@ SKIP: {
     }
 }
 
+# ------------------------------------------------------------ their quota
+
+{
+    my $what = 'customers see their quota';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/see their quota/i, $what),
+                                 $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my $ask = sub {
+            my $res = http_get($p, '/v1/quota', @_);
+            my $d = eval { JSON::PP->new->decode($res->{body}) } // {};
+            my %e = map { ($_->{name} => $_) } @{ $d->{rules} // [] };
+            return ($res, \%e);
+        };
+        my @key = ('X-Api-Key' => 'key-acme');
+        http_get($p, '/api/x', @key) for 1 .. 3;
+        my ($res, $e) = $ask->(@key);
+        is($res->{code}, 200, "$what: the quota answers");
+        is_deeply([ @{ $e->{monthly} }{qw(limit remaining used period tz)} ],
+                  [ 10000, 9997, 3, 'month', 'UTC' ],
+                  "$what: three requests of the month used");
+        ok($e->{monthly}{reset} > 0 && $e->{monthly}{reset} <= 31 * 86400,
+           "$what: until the month ends ($e->{monthly}{reset} s)");
+        is($e->{per_second}{window}, 1, "$what: and the second's rule");
+        like($res->{headers}{'ratelimit-policy'} // '',
+             qr/^"monthly";q=10000;w=\d+, "per_second";q=10;w=1, "quota_asks";q=10;w=60$/,
+             "$what: with RateLimit-Policy (the asks' own rule after)");
+        like($res->{headers}{'ratelimit'} // '',
+             qr/^"per_second";r=\d+;t=\d+, "quota_asks";r=9;t=\d+$/,
+             "$what: and RateLimit");
+        my @asks = map { [ $ask->(@key) ] } 1 .. 9;
+        is(join(' ', map { $_->[0]{code} } @asks), join(' ', (200) x 9),
+           "$what: ten asks a minute");
+        is(join(' ', map { $_->[1]{monthly}{remaining} } @asks),
+           join(' ', (9997) x 9), "$what: none spent the month");
+        is(($ask->(@key))[0]{code}, 429, "$what: the eleventh is refused");
+        is(http_get($p, '/api/x', @key)->{code}, 200,
+           "$what: the API still serves the key");
+        my ($other, $oe) = $ask->('X-Api-Key' => 'key-initech');
+        is($oe->{monthly}{remaining}, 10000,
+           "$what: another key sees its own");
+        my ($nokey) = $ask->();
+        is($nokey->{body}, qq({"rules":[]}\n), "$what: no key, no rules");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
 # ------------------------------------------------------------ problem details
 
 {
