@@ -13,7 +13,6 @@ use CPAN::Meta::YAML;
 use IO::Socket::IP;
 use IO::Select;
 use JSON::PP ();
-use POSIX ();
 use RlTest::Api;
 
 # ------------------------------------------------------------ the docs
@@ -381,23 +380,6 @@ sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } 
 
 # ------------------------------------------------------------ billing days
 
-# The next DAY-th of a month, 00:00 in Europe/Berlin, after now (epoch).
-sub berlin_next {
-    my ($day) = @_;
-    my $e;
-    {
-        local $ENV{TZ} = 'Europe/Berlin';
-        POSIX::tzset();
-        my @t = localtime(time);
-        my ($mon, $year) = ($t[4], $t[5]);
-        $mon++ if $t[3] >= $day;
-        ($mon, $year) = (0, $year + 1) if $mon > 11;
-        $e = POSIX::mktime(0, 0, 0, $day, $mon, $year, 0, 0, -1);
-    }
-    POSIX::tzset();
-    return $e;
-}
-
 SKIP: {
     my $what = 'monthly quotas on billing days';
     skip "$what: no /usr/share/zoneinfo (tzdata)", 1
@@ -419,7 +401,7 @@ SKIP: {
             http_get($p, '/api/x', 'X-Api-Key' => $key) if $key ne 'key-acme';
             my ($code, $d) = $api->get("1/rules/monthly/keys/$key?anchor=$day");
             is($d->{remaining}, 9999, "$what: $key used 1 this month");
-            my $want = berlin_next($day) - time;
+            my $want = next_month_day('Europe/Berlin', $day) - time;
             ok(abs(($d->{reset} // 0) - $want) <= 2,
                "$what: ${key}'s month ends on the $day, 00:00 in Berlin "
                . "($d->{reset} s, about $want)");

@@ -18,7 +18,6 @@ use lib 't/lib';
 use RlTest;
 use RlTest::Api;
 use JSON::PP ();
-use POSIX ();
 
 plan skip_all => 'no /usr/share/zoneinfo (tzdata)'
     unless -f '/usr/share/zoneinfo/Europe/Berlin';
@@ -26,6 +25,35 @@ plan skip_all => 'no /usr/share/zoneinfo (tzdata)'
 my $r  = start_redis();
 my $up = start_upstream();
 my $UP = $up->port;
+
+# the rules, each in a location of its own: [path, zone, parameters];
+# an in-flight rule's location is the upstream's
+my $cal = 'tz=Europe/Berlin anchor=$day';
+my @rules = (
+    [fw => main => 'rate=5r/m algorithm=fixed_window'],
+    [sw => main => 'rate=5r/m algorithm=sliding_window'],
+    [sl => main => 'rate=5r/m algorithm=sliding_log'],
+    [tb => main => 'rate=5r/m algorithm=token_bucket'],
+    [lb => main => 'rate=5r/m algorithm=leaky_bucket burst=4'],
+    [gc => main => 'rate=5r/m algorithm=gcra burst=4'],
+    [cal => main => "rate=5r/month $cal name=monthly"],
+    ['in' => main => 'concurrency=3 name=inflight'],
+    [mfw => mem => 'rate=5r/m algorithm=fixed_window'],
+    [mtb => mem => 'rate=5r/m algorithm=token_bucket'],
+    [mcal => mem => "rate=5r/month $cal name=mmonthly"],
+    [min => mem => 'concurrency=3 name=minflight'],
+    [both => main => 'rate=9r/m name=shared'],
+    [both2 => mem => 'rate=7r/m name=shared'],
+);
+my $locations = join '', map {
+    my ($path, $zone, $params) = @$_;
+    $params .= " name=$path" unless $params =~ /name=/;
+    my $content = $params =~ /concurrency/
+                ? "proxy_pass http://127.0.0.1:$UP/hold;" : 'empty_gif;';
+    "        location /$path {\n"
+    . "            rl_rule zone=$zone key=\$http_x_key $params;\n"
+    . "            $content\n        }\n";
+} @rules;
 
 my $ng = start_nginx(redis => $r, workers => 2, ready => 2,
                      config => <<"CONF");
@@ -38,39 +66,7 @@ my $ng = start_nginx(redis => $r, workers => 2, ready => 2,
         # every location without rules of its own, but rl_quota's
         rl_rule zone=main key=\$http_x_key rate=1000r/d name=site;
 
-        location /fw { rl_rule zone=main key=\$http_x_key rate=5r/m
-                               algorithm=fixed_window name=fw; empty_gif; }
-        location /sw { rl_rule zone=main key=\$http_x_key rate=5r/m
-                               algorithm=sliding_window name=sw; empty_gif; }
-        location /sl { rl_rule zone=main key=\$http_x_key rate=5r/m
-                               algorithm=sliding_log name=sl; empty_gif; }
-        location /tb { rl_rule zone=main key=\$http_x_key rate=5r/m
-                               algorithm=token_bucket name=tb; empty_gif; }
-        location /lb { rl_rule zone=main key=\$http_x_key rate=5r/m
-                               algorithm=leaky_bucket burst=4 name=lb;
-                       empty_gif; }
-        location /gc { rl_rule zone=main key=\$http_x_key rate=5r/m
-                               algorithm=gcra burst=4 name=gc; empty_gif; }
-        location /cal { rl_rule zone=main key=\$http_x_key rate=5r/month
-                                tz=Europe/Berlin anchor=\$day name=monthly;
-                        empty_gif; }
-        location /in { rl_rule zone=main key=\$http_x_key concurrency=3
-                               name=inflight;
-                       proxy_pass http://127.0.0.1:$UP/hold; }
-        location /mfw { rl_rule zone=mem key=\$http_x_key rate=5r/m
-                                algorithm=fixed_window name=mfw; empty_gif; }
-        location /mtb { rl_rule zone=mem key=\$http_x_key rate=5r/m
-                                algorithm=token_bucket name=mtb; empty_gif; }
-        location /mcal { rl_rule zone=mem key=\$http_x_key rate=5r/month
-                                 tz=Europe/Berlin anchor=\$day name=mmonthly;
-                         empty_gif; }
-        location /min { rl_rule zone=mem key=\$http_x_key concurrency=3
-                                name=minflight;
-                        proxy_pass http://127.0.0.1:$UP/hold; }
-        location /both { rl_rule zone=main key=\$http_x_key rate=9r/m
-                                 name=shared; empty_gif; }
-        location /both2 { rl_rule zone=mem key=\$http_x_key rate=7r/m
-                                  name=shared; empty_gif; }
+$locations
         location /plain { empty_gif; }
 
         location = /v1/quota {
@@ -181,21 +177,9 @@ for my $alg (qw(fw sw sl tb lb gc cal mfw mtb mcal)) {
 }
 
 # a month from the caller's billing day: its end in Berlin
-sub berlin_next {
-    my ($day) = @_;
-    local $ENV{TZ} = 'Europe/Berlin';
-    POSIX::tzset();
-    my @t = localtime(time);
-    my ($mon, $year) = ($t[4], $t[5]);
-    $mon++ if $t[3] >= $day;
-    ($mon, $year) = (0, $year + 1) if $mon > 11;
-    my $e = POSIX::mktime(0, 0, 0, $day, $mon, $year, 0, 0, -1);
-    POSIX::tzset();
-    return $e;
-}
 for my $day (1, 15, 28) {
     my ($c, $q, $res) = quota('/v1/quota', "cal-$day", 'X-Day' => $day);
-    my $want = berlin_next($day) - time;
+    my $want = next_month_day('Europe/Berlin', $day) - time;
     ok(near($q->{'monthly/main'}{reset}, $want, 2),
        "a month from the $day: its end in Berlin ($q->{'monthly/main'}{reset}"
        . " s, about $want)");
