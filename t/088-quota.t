@@ -44,7 +44,12 @@ my @rules = (
     [min => mem => 'concurrency=3 name=minflight'],
     [both => main => 'rate=9r/m name=shared'],
     [both2 => mem => 'rate=7r/m name=shared'],
+    map { ["z$_" => "z$_" => "rate=${_}0r/m"] } 1 .. 5,
 );
+# zones of their own prefix on the one Redis: a call each
+my $zones = join '', map {
+    "    rl_zone z$_ redis=127.0.0.1:\$RedisPort timeout=5s prefix=z$_:;\n"
+} 1 .. 5;
 my $locations = join '', map {
     my ($path, $zone, $params) = @$_;
     $params .= " name=$path" unless $params =~ /name=/;
@@ -59,7 +64,7 @@ my $ng = start_nginx(redis => $r, workers => 2, ready => 2,
                      config => <<"CONF");
     rl_zone main redis=127.0.0.1:\$RedisPort timeout=5s;
     rl_zone mem;
-    rl_headers draft;
+$zones    rl_headers draft;
     map \$http_x_day \$day { default 1; ~^([0-9]+)\$ \$1; }
     server {
         listen 127.0.0.1:\$ServerPort;
@@ -75,6 +80,7 @@ $locations
         location /q/ { rl_quota fw; }
         location = /mq { rl_quota mfw mtb mmonthly minflight; }
         location = /sq { rl_quota shared; }
+        location = /many { rl_quota z1 z2 z3 z4 z5 fw; }
         location = /limited {
             rl_rule zone=main key=\$http_x_key rate=3r/m name=asks;
             rl_quota fw;
@@ -288,6 +294,15 @@ is_deeply([ sort keys %$e ], [ 'shared/main', 'shared/mem' ],
           'a name in two zones: both');
 is_deeply([ $e->{'shared/main'}{limit}, $e->{'shared/mem'}{limit} ], [9, 7],
           'each its own');
+
+# rules of six Redis zones: six calls, one request waiting for them all
+as("/z$_", 'many') for 1 .. 5;
+as("/z$_", 'many') for 3 .. 5;
+(undef, $e) = quota('/many', 'many');
+is_deeply([ map { $e->{"z$_/z$_"}{remaining} } 1 .. 5 ],
+          [ 9, 19, 28, 38, 48 ], 'six zones, each read in its own call')
+    or diag explain $e;
+is($e->{'fw/main'}{remaining}, 5, 'the sixth too');
 
 # ------------------------ what an operator set: as the next request
 $api->call('PUT', '1/rules/fw/keys/over/override', { limit => 2 });
