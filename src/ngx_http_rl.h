@@ -240,6 +240,20 @@ typedef struct ngx_http_rl_name_s {
 } ngx_http_rl_name_t;
 
 
+/* rl_quota NAME...: a caller's own quota (SPEC section 14,
+ * api/quota.cpp) */
+typedef struct {
+    ngx_str_t                  *names;      /* as written */
+    ngx_uint_t                  nnames;
+    ngx_http_rl_name_t        **found;      /* each name's entry in each
+                                               zone, in that order (once
+                                               the rules are read) */
+    ngx_uint_t                  nfound;
+    u_char                     *file;       /* where it was written */
+    ngx_uint_t                  line;
+} ngx_http_rl_quota_t;
+
+
 typedef struct {
     ngx_array_t                 zones;      /* ngx_http_rl_zone_t * */
     ngx_array_t                 rules;      /* ngx_http_rl_rule_t *, all */
@@ -256,6 +270,8 @@ typedef struct {
     void                       *adaptive_worker; /* worker 0's
                                                (fleet/adaptive.cpp) */
     ngx_uint_t                  api;        /* a location has rl_api */
+    ngx_array_t                 quotas;     /* ngx_http_rl_quota_t *, each
+                                               rl_quota */
     void                       *lease_worker; /* per worker (lease.cpp) */
     void                       *inflight_worker; /* (inflight.cpp) */
     void                       *charge_worker;   /* (charges.cpp) */
@@ -282,6 +298,8 @@ typedef struct {
     ngx_flag_t                  dry_run;
     ngx_uint_t                  log_level;
     ngx_uint_t                  api;        /* NGX_HTTP_RL_API_* */
+    ngx_http_rl_quota_t        *quota;      /* rl_quota, or NULL (not
+                                               inherited) */
 } ngx_http_rl_loc_conf_t;
 
 
@@ -524,6 +542,7 @@ ngx_int_t ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value,
 char *ngx_http_rl_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_rl_quota(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 /* ngx_http_rl_headers.c */
 void ngx_http_rl_header_filter_init(void);
@@ -531,6 +550,15 @@ void ngx_http_rl_header_filter_init(void);
  * copied) */
 ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r, const char *name,
     size_t len, ngx_str_t *value);
+/* the draft's items of a rule (also rl_quota's): "NAME";q=Q;w=W of
+ * RateLimit-Policy (a concurrency= rule's: its quota unit, no w),
+ * "NAME";r=R;t=T of RateLimit; the most bytes either takes, with the
+ * ", " before it */
+size_t ngx_http_rl_policy_len(const ngx_http_rl_rule_t *rule);
+u_char *ngx_http_rl_policy_item(u_char *p, const ngx_http_rl_rule_t *rule,
+    uint64_t q, uint64_t w);
+u_char *ngx_http_rl_limit_item(u_char *p, const ngx_http_rl_rule_t *rule,
+    int64_t r, int64_t t);
 
 /* redis/stores.cpp: per worker, a store per Redis zone (one connection
  * per server, or a cluster's: redis/cluster.cpp), and the link
@@ -622,6 +650,13 @@ void ngx_http_rl_top_admit(const ngx_http_rl_rule_t *rule,
 
 /* api.cpp: the operator API and dashboard (rl_api) */
 ngx_int_t ngx_http_rl_api_handler(ngx_http_request_t *r) RL_NOEXCEPT;
+
+/* quota.cpp: a caller's own quota (rl_quota, SPEC section 14): each
+ * rl_quota's names found among the rules' once they are read (nginx -t
+ * names one no rule has), and the content handler */
+ngx_int_t ngx_http_rl_quota_conf(ngx_conf_t *cf,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_quota_handler(ngx_http_request_t *r) RL_NOEXCEPT;
 
 /* deny_cache.cpp: rejections known until they expire, all workers */
 ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone, void *data)

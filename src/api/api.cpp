@@ -110,22 +110,6 @@ Json &zones(Json &out, ngx_http_rl_main_conf_t *rmcf) {
     return out.raw("\n}\n");
 }
 
-/* A window in seconds, as few digits as it needs (900, 0.5). */
-Json &seconds(Json &out, uint64_t us) {
-    out.num(static_cast<int64_t>(us / 1000000));
-    uint64_t frac = us % 1000000;
-    if (frac > 0) {
-        char digits[8] = {'.'};
-        size_t n = 1;
-        for (uint64_t d = 100000; frac > 0; d /= 10) {
-            digits[n++] = static_cast<char>('0' + frac / d);
-            frac %= d;
-        }
-        out.raw(digits, n);
-    }
-    return out;
-}
-
 /* {"limit": N, "until": EPOCH|null, ["reason": "...",] "by": "..."}
  * (closed: the trial's figures follow) */
 Json &setting(Json &out, const live::Setting &s, bool closed) {
