@@ -668,6 +668,10 @@ void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
  * renewed at once, put back where Redis lost them (a restart, a
  * failover) */
 void ngx_http_rl_link_connected(ngx_http_rl_link_t *link) RL_NOEXCEPT;
+/* the worker's requests hold slots, or its own calls are out (releases,
+ * renewals, charges, a lease's calls): while nginx stops it gracefully
+ * (a reload), its links keep connecting */
+ngx_uint_t ngx_http_rl_worker_busy(void) RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_charges_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;

@@ -23,23 +23,22 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "charges.hpp"
 #include "clock.hpp"
 #include "redis/owned_call.hpp"
 #include "redis/link.hpp"
+#include "shm/lease.hpp"
 
 namespace rl {
 namespace {
 
 struct Worker {
-    ngx_http_rl_main_conf_t *rmcf;
+    Owner                    owner;     /* its out: the releases out */
     uint64_t                 tag;       /* random: the ids' high half */
     uint32_t                 counter;
     ngx_queue_t              live;      /* holds of running requests */
-    ngx_queue_t              leaving;   /* releases out */
     ngx_event_t              renew;
     int64_t                  tickUs;    /* the shortest hold / 3 */
-    bool                     exiting;
-    ngx_log_t               *log;
 };
 
 /* A request's slots in one group: its rules that took one. Its group
@@ -77,7 +76,7 @@ Hold *makeHold(Worker *w, ngx_http_rl_group_t *g, uint64_t mask) {
         }
     }
     auto *h = reinterpret_cast<Hold *>(
-        makeOwned(sizeof(Hold), g, rules, n, holdDone, w->log));
+        makeOwned(sizeof(Hold), g, rules, n, holdDone, &w->owner));
     if (h == nullptr) {
         return nullptr;
     }
@@ -123,7 +122,7 @@ void release(Worker *w, Hold *h) {
         h->counted = false;
     }
     ngx_queue_remove(&h->call.queue);
-    ngx_queue_insert_tail(&w->leaving, &h->call.queue);
+    ngx_queue_insert_tail(&w->owner.out, &h->call.queue);
     h->leaving = true;
     if (h->local) {
         shmSlots(h, false);
@@ -135,7 +134,7 @@ void release(Worker *w, Hold *h) {
         ngx_http_rl_call_detach(g.call);
         g.call = nullptr;
     }
-    if (!sendOwned(w->rmcf, &h->call, CallKind::Refund)) {
+    if (!sendOwned(&h->call, CallKind::Refund)) {
         freeHold(h);
     }
 }
@@ -151,7 +150,7 @@ void releaseNow(Worker *w, ngx_http_rl_group_t *g, uint64_t mask) {
 }
 
 void armRenewal(Worker *w) {
-    if (!w->renew.timer_set && !w->exiting &&
+    if (!w->renew.timer_set && !w->owner.exiting &&
         !ngx_queue_empty(&w->live)) {
         ngx_add_timer(&w->renew,
                       static_cast<ngx_msec_t>((w->tickUs + 999) / 1000));
@@ -168,7 +167,7 @@ void renewHold(Worker *w, Hold *h) {
     if (h->local) {
         shmSlots(h, true);
     } else {
-        (void) sendOwned(w->rmcf, &h->call, CallKind::Renew);
+        (void) sendOwned(&h->call, CallKind::Renew);
     }
 }
 
@@ -194,7 +193,7 @@ void holdDone(ngx_http_rl_group_t *g, int retry) noexcept {
     /* a renewal goes again only while its request runs (a release
      * detaches it: its answer does not come here) */
     bool again = !h->leaving || h->call.kind != CallKind::Renew;
-    if (again && retryOwned(cycleConf(), &h->call, retry)) {
+    if (again && retryOwned(&h->call, retry)) {
         return;
     }
     if (h->leaving) {
@@ -315,14 +314,15 @@ ngx_int_t ngx_http_rl_inflight_init(ngx_cycle_t *cycle,
     if (shortest == 0) {
         return NGX_OK;
     }
-    auto *w = rl::newWorker<rl::Worker>(cycle, rmcf);
+    /* a release is waited for within a hold (later, the slot has
+     * expired anyway) */
+    auto *w = rl::newWorker<rl::Worker>(cycle, rmcf, shortest);
     if (w == nullptr) {
         return NGX_ERROR;
     }
     w->tag = rl::randomTag();
     w->tickUs = shortest / 3;
     ngx_queue_init(&w->live);
-    ngx_queue_init(&w->leaving);
     rl::initTimer(&w->renew, rl::onRenew, w, cycle->log);
     rmcf->inflight_worker = w;
     return NGX_OK;
@@ -334,9 +334,9 @@ void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
         return;
     }
     rl::stopTimer(&w->renew);
-    w->exiting = true;
     /* what requests still hold (a fast shutdown ends them without their
      * log phase): released now, written before the connections go */
+    rl::ownerExit(&w->owner);
     while (!ngx_queue_empty(&w->live)) {
         ngx_queue_t *q = ngx_queue_head(&w->live);
         rl::release(w, rl::holdAt(q));
@@ -347,7 +347,7 @@ void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
 void ngx_http_rl_link_connected(ngx_http_rl_link_t *link) noexcept {
     ngx_http_rl_main_conf_t *rmcf = rl::cycleConf();
     rl::Worker *w = rmcf != nullptr ? rl::workerOf(rmcf) : nullptr;
-    if (w == nullptr || w->exiting) {
+    if (w == nullptr || w->owner.exiting) {
         return;
     }
     /* Redis may have lost them (a restart, a failover): put back now,
@@ -367,11 +367,22 @@ void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
     if (w == nullptr) {
         return;
     }
-    while (!ngx_queue_empty(&w->leaving)) {
+    while (!ngx_queue_empty(&w->owner.out)) {
         rl::freeHold(reinterpret_cast<rl::Hold *>(ngx_queue_data(
-            ngx_queue_head(&w->leaving), rl::OwnedCall, queue)));
+            ngx_queue_head(&w->owner.out), rl::OwnedCall, queue)));
     }
     rmcf->inflight_worker = nullptr;
+}
+
+ngx_uint_t ngx_http_rl_worker_busy(void) noexcept {
+    ngx_http_rl_main_conf_t *rmcf = rl::cycleConf();
+    if (rmcf == nullptr) {
+        return 0;
+    }
+    rl::Worker *w = rl::workerOf(rmcf);
+    bool holds = w != nullptr && (!ngx_queue_empty(&w->live) ||
+                                  !ngx_queue_empty(&w->owner.out));
+    return holds || rl::chargesOut(rmcf) || rl::leasesOut(rmcf) ? 1 : 0;
 }
 
 }  // extern "C"

@@ -88,6 +88,7 @@ Call *Link::take(ngx_http_rl_group_t *group) {
 }
 
 Call *Link::send(ngx_http_rl_group_t *group, bool asking) {
+    resume();
     if (!usable()) {
         return nullptr;
     }
@@ -175,6 +176,7 @@ void Link::enqueue(Call *call) {
 }
 
 Call *Link::queue(ngx_http_rl_group_t *group, CallKind kind) {
+    resume();
     if (!usable() || kind == CallKind::Decide) {
         return nullptr;
     }

@@ -9,11 +9,36 @@
 #include "link.hpp"
 
 namespace rl {
+namespace {
+
+/* nginx stops the worker gracefully: it waits while calls are out,
+ * a window from the last sent */
+void keepIfExiting(Owner *o) {
+    if ((ngx_exiting || ngx_quit) && !o->exiting &&
+        !ngx_queue_empty(&o->out)) {
+        ngx_add_timer(&o->keep,
+                      static_cast<ngx_msec_t>((o->windowUs + 999) / 1000));
+    }
+}
+
+/* Its window: a worker that exits has waited long enough. */
+void onKeep(ngx_event_t *) noexcept {}
+
+}  // namespace
+
+void initOwner(Owner *o, ngx_http_rl_main_conf_t *rmcf, ngx_log_t *log,
+               int64_t windowUs) {
+    o->rmcf = rmcf;
+    o->log = log;
+    o->windowUs = windowUs;
+    ngx_queue_init(&o->out);
+    initTimer(&o->keep, onKeep, o, log);
+    o->keep.cancelable = 0;
+}
 
 OwnedCall *makeOwned(size_t size, const ngx_http_rl_group_t *g,
                      const ngx_uint_t *rules, ngx_uint_t n,
-                     void (*done)(ngx_http_rl_group_t *, int),
-                     ngx_log_t *log) {
+                     void (*done)(ngx_http_rl_group_t *, int), Owner *owner) {
     ngx_http_rl_ctx_t *ctx = g->ctx;
     auto *all = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     const ngx_str_t &prefix = g->zone->prefix;
@@ -23,7 +48,7 @@ OwnedCall *makeOwned(size_t size, const ngx_http_rl_group_t *g,
                         sizeof(uint64_t) + 3 * sizeof(int64_t) +
                         sizeof(ngx_http_rl_rule_t *) + prefix.len +
                         RL_STATE_KEY_MAX);
-    auto *c = static_cast<OwnedCall *>(ngx_alloc(block, log));
+    auto *c = static_cast<OwnedCall *>(ngx_alloc(block, owner->log));
     if (c == nullptr) {
         return nullptr;
     }
@@ -66,6 +91,7 @@ OwnedCall *makeOwned(size_t size, const ngx_http_rl_group_t *g,
     c->group.costs = costs;
     c->group.slot_id = g->slot_id;
     c->group.owned_done = done;
+    c->owner = owner;
     return c;
 }
 
@@ -100,14 +126,38 @@ bool sendOwned(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_group_t *g,
     return sent != nullptr;
 }
 
-bool retryOwned(ngx_http_rl_main_conf_t *rmcf, OwnedCall *c, int retry) {
+bool sendOwned(OwnedCall *c, CallKind kind) {
+    c->kind = kind;
+    bool sent = sendOwned(c->owner->rmcf, &c->group, kind,
+                          NGX_HTTP_RL_RETRY_NONE);
+    if (sent) {
+        keepIfExiting(c->owner);
+    }
+    return sent;
+}
+
+bool retryOwned(OwnedCall *c, int retry) {
     ngx_http_rl_group_t *g = &c->group;
     if (retry == NGX_HTTP_RL_RETRY_NONE ||
         retry == NGX_HTTP_RL_REFUND_FAILED || g->refund_retried) {
         return false;
     }
     g->refund_retried = 1;
-    return sendOwned(rmcf, g, c->kind, retry);
+    return sendOwned(c->owner->rmcf, g, c->kind, retry);
+}
+
+void freeOwned(OwnedCall *c) {
+    Owner *o = c->owner;
+    ngx_queue_remove(&c->queue);
+    ngx_free(c);
+    if (ngx_queue_empty(&o->out)) {
+        stopTimer(&o->keep);    /* nothing out: the worker may exit */
+    }
+}
+
+void ownerExit(Owner *o) {
+    o->exiting = true;
+    stopTimer(&o->keep);
 }
 
 }  // namespace rl
