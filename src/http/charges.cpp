@@ -17,8 +17,8 @@ namespace {
  * lets through. */
 constexpr ngx_int_t kMaxCharge = 1000000000;
 
-/* A worker that exits waits for its charges out this long at most: a
- * minute, the default hold */
+/* A charge not sent within it (a Cluster slot migrating that long) is
+ * lost: a minute, the default hold */
 constexpr int64_t kChargeWindowUs = 60 * 1000000LL;
 
 struct Worker {
@@ -191,6 +191,15 @@ ngx_int_t ngx_http_rl_charges_init(ngx_cycle_t *cycle,
     }
     rmcf->charge_worker = w;
     return NGX_OK;
+}
+
+void ngx_http_rl_charges_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
+    rl::Worker *w = rl::workerOf(rmcf);
+    /* what waits to go again goes now, written before the connections
+     * go */
+    if (w != nullptr && rl::ownerExit(&w->owner)) {
+        ngx_http_rl_stores_write(rmcf);
+    }
 }
 
 void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) noexcept {

@@ -15,7 +15,9 @@
  * again), and the release follows it on its connection; a renewal sent
  * again (lost script: the same link; MOVED: the link the map now says,
  * which a release takes too; ASK: the importing node, which a release
- * reaches after it, by its own ASK) left before the release did.
+ * reaches after it, by its own ASK) left before the release did; one
+ * that waits to go again (TRYAGAIN: owned_call.hpp) is let go by the
+ * release, which takes its place.
  */
 
 #include "inflight.hpp"
@@ -134,6 +136,7 @@ void release(Worker *w, Hold *h) {
         ngx_http_rl_call_detach(g.call);
         g.call = nullptr;
     }
+    /* (a renewal waiting to go again does not: sendOwned) */
     if (!sendOwned(&h->call, CallKind::Refund)) {
         freeHold(h);
     }
@@ -159,7 +162,7 @@ void armRenewal(Worker *w) {
 
 /* The running request's slots expire a hold from now, put back where
  * Redis lost them; not while its renewal is still out, nor once it is
- * leaving. */
+ * leaving (one waiting to go again goes now instead). */
 void renewHold(Worker *w, Hold *h) {
     if (h->leaving || h->call.group.call != nullptr) {
         return;
@@ -314,8 +317,8 @@ ngx_int_t ngx_http_rl_inflight_init(ngx_cycle_t *cycle,
     if (shortest == 0) {
         return NGX_OK;
     }
-    /* a release is waited for within a hold (later, the slot has
-     * expired anyway) */
+    /* a release or a renewal goes again within a hold (later, the slot
+     * has expired anyway) */
     auto *w = rl::newWorker<rl::Worker>(cycle, rmcf, shortest);
     if (w == nullptr) {
         return NGX_ERROR;
@@ -334,8 +337,9 @@ void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
         return;
     }
     rl::stopTimer(&w->renew);
-    /* what requests still hold (a fast shutdown ends them without their
-     * log phase): released now, written before the connections go */
+    /* what waits to go again goes now; what requests still hold (a fast
+     * shutdown ends them without their log phase): released now, written
+     * before the connections go */
     rl::ownerExit(&w->owner);
     while (!ngx_queue_empty(&w->live)) {
         ngx_queue_t *q = ngx_queue_head(&w->live);

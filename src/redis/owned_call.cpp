@@ -1,6 +1,7 @@
 /*
  * owned_call.cpp: a worker's own calls (see owned_call.hpp): made from a
- * request's group, sent with the others of their kind, sent again once.
+ * request's group, sent with the others of their kind, sent again once
+ * where the reply says, or after a back-off when the call did not run.
  */
 
 #include "owned_call.hpp"
@@ -11,6 +12,9 @@
 namespace rl {
 namespace {
 
+/* between two tries of a call that did not run (TRYAGAIN) */
+constexpr ngx_msec_t kBackoffMs = 100;
+
 /* nginx stops the worker gracefully: it waits while calls are out,
  * a window from the last sent */
 void keepIfExiting(Owner *o) {
@@ -18,6 +22,63 @@ void keepIfExiting(Owner *o) {
         !ngx_queue_empty(&o->out)) {
         ngx_add_timer(&o->keep,
                       static_cast<ngx_msec_t>((o->windowUs + 999) / 1000));
+    }
+}
+
+/* Off the owner's waiting list, if on it. */
+void unwait(OwnedCall *c) {
+    if (c->waiting) {
+        c->waiting = false;
+        ngx_queue_remove(&c->later);
+        if (ngx_queue_empty(&c->owner->later)) {
+            stopTimer(&c->owner->retry);
+        }
+    }
+}
+
+/* Again, with the others of its kind of this turn, where the map says
+ * now (a MOVED or an ASK on the way is followed once more). */
+bool sendAgain(OwnedCall *c) {
+    bool sent = sendOwned(c->owner->rmcf, &c->group, c->kind,
+                          NGX_HTTP_RL_RETRY_NONE);
+    if (sent) {
+        keepIfExiting(c->owner);
+    }
+    return sent;
+}
+
+/* In a back-off, while its window lasts. */
+bool later(OwnedCall *c) {
+    Owner *o = c->owner;
+    if (o->exiting || monotonicUs() + static_cast<int64_t>(kBackoffMs) * 1000 >
+                          c->untilUs) {
+        return false;
+    }
+    c->waiting = true;
+    c->dueMs = ngx_current_msec + kBackoffMs;
+    ngx_queue_insert_tail(&o->later, &c->later);    /* due in order */
+    if (!o->retry.timer_set) {
+        ngx_add_timer(&o->retry, kBackoffMs);
+    }
+    keepIfExiting(o);
+    return true;
+}
+
+/* The calls due go again; one that cannot (Redis down) is done. */
+void onRetry(ngx_event_t *ev) noexcept {
+    auto *o = static_cast<Owner *>(ev->data);
+    while (!ngx_queue_empty(&o->later)) {
+        OwnedCall *c = ngx_queue_data(ngx_queue_head(&o->later), OwnedCall,
+                                      later);
+        auto wait = static_cast<ngx_msec_int_t>(c->dueMs - ngx_current_msec);
+        if (wait > 0) {
+            ngx_add_timer(&o->retry, static_cast<ngx_msec_t>(wait));
+            return;
+        }
+        unwait(c);
+        if (!sendAgain(c)) {
+            c->group.owned_done(&c->group, NGX_HTTP_RL_REFUND_FAILED);
+        }
     }
 }
 
@@ -32,7 +93,10 @@ void initOwner(Owner *o, ngx_http_rl_main_conf_t *rmcf, ngx_log_t *log,
     o->log = log;
     o->windowUs = windowUs;
     ngx_queue_init(&o->out);
+    ngx_queue_init(&o->later);
+    initTimer(&o->retry, onRetry, o, log);
     initTimer(&o->keep, onKeep, o, log);
+    o->retry.cancelable = 0;
     o->keep.cancelable = 0;
 }
 
@@ -105,8 +169,6 @@ ngx_http_rl_link_t *linkOf(ngx_http_rl_main_conf_t *rmcf,
 
 bool sendOwned(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_group_t *g,
                CallKind kind, int retry) {
-    /* a renewal's or a charge's time: when it leaves (t = -its wait) */
-    g->sent_us = monotonicUs();
     if (retry == NGX_HTTP_RL_RETRY_NONE) {
         g->refund_retried = 0;
         auto *link = reinterpret_cast<Link *>(linkOf(rmcf, g->zone, g->slot));
@@ -128,16 +190,19 @@ bool sendOwned(ngx_http_rl_main_conf_t *rmcf, ngx_http_rl_group_t *g,
 
 bool sendOwned(OwnedCall *c, CallKind kind) {
     c->kind = kind;
-    bool sent = sendOwned(c->owner->rmcf, &c->group, kind,
-                          NGX_HTTP_RL_RETRY_NONE);
-    if (sent) {
-        keepIfExiting(c->owner);
-    }
-    return sent;
+    /* a renewal's or a charge's time: when it first leaves (t = -its
+     * wait), sent again or not */
+    c->group.sent_us = monotonicUs();
+    c->untilUs = c->group.sent_us + c->owner->windowUs;
+    unwait(c);
+    return sendAgain(c);
 }
 
 bool retryOwned(OwnedCall *c, int retry) {
     ngx_http_rl_group_t *g = &c->group;
+    if (retry == NGX_HTTP_RL_RETRY_LATER) {
+        return later(c);
+    }
     if (retry == NGX_HTTP_RL_RETRY_NONE ||
         retry == NGX_HTTP_RL_REFUND_FAILED || g->refund_retried) {
         return false;
@@ -149,15 +214,27 @@ bool retryOwned(OwnedCall *c, int retry) {
 void freeOwned(OwnedCall *c) {
     Owner *o = c->owner;
     ngx_queue_remove(&c->queue);
+    unwait(c);
     ngx_free(c);
     if (ngx_queue_empty(&o->out)) {
         stopTimer(&o->keep);    /* nothing out: the worker may exit */
     }
 }
 
-void ownerExit(Owner *o) {
+bool ownerExit(Owner *o) {
     o->exiting = true;
+    stopTimer(&o->retry);
     stopTimer(&o->keep);
+    bool any = !ngx_queue_empty(&o->later);
+    while (!ngx_queue_empty(&o->later)) {
+        OwnedCall *c = ngx_queue_data(ngx_queue_head(&o->later), OwnedCall,
+                                      later);
+        unwait(c);
+        if (!sendAgain(c)) {
+            c->group.owned_done(&c->group, NGX_HTTP_RL_REFUND_FAILED);
+        }
+    }
+    return any;
 }
 
 }  // namespace rl
