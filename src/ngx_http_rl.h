@@ -347,6 +347,9 @@ struct ngx_http_rl_group_s {
     unsigned                    local:1;    /* decided by failure=local */
     unsigned                    leased:1;   /* spent from a lease */
     unsigned                    redirects:2; /* MOVED or ASK followed */
+    unsigned                    lost:1;     /* its decision's reply was
+                                               lost with its connection:
+                                               the script may have run */
 };
 
 

@@ -14,12 +14,20 @@
 #   (b) the keys moved to the target, their requests end: ASK, then
 #       TRYAGAIN on the target; the migration finished (SETSLOT NODE):
 #       released and charged on the new master
+# And a decision whose reply is lost with its connection (a proxy in
+# front of Redis closes it instead of passing the reply on): the
+# request gets the failure policy (open: served), the script ran and
+# took its slot; when the request ends, that slot is released (before,
+# it stayed until the hold).
 
 use strict;
 use warnings;
 use lib 't/lib';
 use RlTest;
 use RlTest::Cluster;
+use RlTest::Proc qw(make_tempdir);
+use IO::Select;
+use IO::Socket::IP;
 
 my $up = start_upstream();
 my $UP = $up->port;
@@ -159,6 +167,75 @@ sub tryagain_on {
     is(usage_on($c, $M[1], $w), 10, '(b) counted once each, there');
     $ng->stop;
     $c->stop;
+}
+
+# ------------------------------------------------------------ a lost reply
+
+{
+    my $r = start_redis();
+    my $listen = IO::Socket::IP->new(LocalHost => '127.0.0.1', LocalPort => 0,
+                                     Listen => 16, ReuseAddr => 1)
+        or die "listen: $!";
+    my $port = $listen->sockport;
+    my $dir = make_tempdir('lost');
+    # Forwards both ways; once the file "drop" exists, a connection
+    # whose request names the key value "lost" is closed instead of
+    # given the reply (and the file goes: once).
+    my $proxy = spawn(sub {
+        $SIG{TERM} = 'DEFAULT';
+        my $sel = IO::Select->new($listen);
+        my (%peer, %drop);
+        while (1) {
+            for my $fh ($sel->can_read(0.5)) {
+                if ($fh == $listen) {
+                    my $cl = $listen->accept or next;
+                    my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
+                                                PeerPort => $r->port)
+                        or do { close $cl; next };
+                    $peer{$cl} = [$s, 0];
+                    $peer{$s} = [$cl, 1];
+                    $sel->add($cl, $s);
+                    next;
+                }
+                my $p = $peer{$fh} or next;
+                my $buf = '';
+                my $gone = !sysread $fh, $buf, 65536;
+                if (!$gone && !$p->[1] && $buf =~ /\{lost\}/
+                    && unlink "$dir/drop") {
+                    $drop{ $p->[0] } = 1;   # its reply is not passed on
+                }
+                if ($gone || ($p->[1] && $drop{$fh})) {
+                    for my $h ($fh, $p->[0]) {
+                        $sel->remove($h);
+                        delete $peer{$h};
+                        delete $drop{$h};
+                        close $h;
+                    }
+                    next;
+                }
+                syswrite $p->[0], $buf;
+            }
+        }
+    });
+    my $ng = start_nginx(redis => $r, workers => 1, ready => 1,
+                         config => conf("redis=127.0.0.1:$port timeout=5s "
+                                        . 'failure=open'));
+    my $P = $ng->port;
+    open my $fh, '>', "$dir/drop" or die "$dir/drop: $!";
+    close $fh;
+    my $lost = http_start($P, '/in?key=lost&until=lost');
+    ok(wait_until(sub { $up->stats('lost')->{now} == 1 }, timeout => 10),
+       'lost: the request, its reply lost, is served (failure=open)');
+    ok(!-e "$dir/drop", 'lost: its decision reached Redis, the reply '
+                        . 'did not come back');
+    is(slots_held($r), 1, 'lost: the script ran and took its slot');
+    $up->release('lost');
+    is($lost->result(10)->{code}, 200, 'lost: the request ends');
+    ok(wait_until(sub { slots_held($r) == 0 }, timeout => 3),
+       'lost: its slot is released (the hold is 20 s)')
+        or diag('slots: ' . slots_held($r));
+    $ng->stop;
+    $proxy->_cleanup;
 }
 
 done_testing();

@@ -143,10 +143,13 @@ void release(Worker *w, Hold *h) {
 }
 
 /* The group's slots of `mask` that a call may take, or its answer
- * took, go now (the request went before it was settled). */
-void releaseNow(Worker *w, ngx_http_rl_group_t *g, uint64_t mask) {
+ * took, go now (the request went before it was settled); inRedis: those
+ * its call to Redis may have taken, wherever the group was decided. */
+void releaseNow(Worker *w, ngx_http_rl_group_t *g, uint64_t mask,
+                bool inRedis = false) {
     Hold *h = makeHold(w, g, mask);
     if (h != nullptr) {
+        h->local = h->local && !inRedis;
         ngx_queue_insert_tail(&w->live, &h->call.queue);
         release(w, h);
     }
@@ -295,6 +298,13 @@ void inflightEnd(ngx_http_rl_ctx_t *ctx) {
                 (g->done && g->allowed && !g->error && !g->skipped)) {
                 releaseNow(w, g, g->held);
             }
+        }
+        if (g->lost && g->held != 0) {
+            /* its decision's reply was lost with its connection (the
+             * request got the failure policy): the script may have run
+             * and taken its slots, which it holds until now */
+            g->lost = 0;
+            releaseNow(w, g, g->held, true);
         }
     }
 }

@@ -415,6 +415,13 @@ void Link::replied(Batch *batch, redisReply *reply) {
                        ReplyError::Refused;
     if (reply == nullptr) {
         lost_ = true;
+        /* the script may have run: inflight.cpp releases the slots it
+         * may have taken when the request ends */
+        for (Call *c = batch->first; c != nullptr; c = c->next) {
+            if (c->group != nullptr) {
+                c->group->lost = 1;
+            }
+        }
     } else if (ready_) {
         stalled_ = false;
         stopDeadline();
