@@ -365,6 +365,9 @@ struct ngx_http_rl_group_s {
     unsigned                    local:1;    /* decided by failure=local */
     unsigned                    leased:1;   /* spent from a lease */
     unsigned                    redirects:2; /* MOVED or ASK followed */
+    unsigned                    lost:1;     /* its decision's reply was
+                                               lost with its connection:
+                                               the script may have run */
 };
 
 
@@ -703,8 +706,13 @@ void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
  * renewed at once, put back where Redis lost them (a restart, a
  * failover) */
 void ngx_http_rl_link_connected(ngx_http_rl_link_t *link) RL_NOEXCEPT;
+/* the worker's requests hold slots, or its own calls are out (releases,
+ * renewals, charges, a lease's calls): while nginx stops it gracefully
+ * (a reload), its links keep connecting */
+ngx_uint_t ngx_http_rl_worker_busy(void) RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_charges_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_charges_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 /* whether a rule has concurrency= (1), charge= (2), both (3), neither */
 ngx_uint_t ngx_http_rl_after_rules(ngx_http_rl_main_conf_t *rmcf)
@@ -748,6 +756,9 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
 #define NGX_HTTP_RL_RETRY_MOVED     2   /* the slot moved: the map knows */
 #define NGX_HTTP_RL_RETRY_ASK       3   /* the slot moves: to group->ask */
 #define NGX_HTTP_RL_REFUND_FAILED   4   /* done: no reply, or an error */
+/* (a call of the worker's own only: src/redis/owned_call.hpp) */
+#define NGX_HTTP_RL_RETRY_LATER     5   /* it did not run (TRYAGAIN: its
+                                           slot migrates): after a while */
 void ngx_http_rl_refund_done(ngx_http_rl_group_t *group, int retry)
     RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;

@@ -881,9 +881,11 @@ ngx_http_rl_exit_process(ngx_cycle_t *cycle)
     rmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_rl_module);
 
     if (rmcf != NULL) {
-        /* what leases hold goes back, and what requests hold in slots
-         * is released, while the links are there */
+        /* what leases hold goes back, charges waiting to go again go,
+         * and what requests hold in slots is released, while the links
+         * are there */
         ngx_http_rl_leases_exit(rmcf);
+        ngx_http_rl_charges_exit(rmcf);
         ngx_http_rl_inflight_exit(rmcf);
         ngx_http_rl_fleet_exit(rmcf);
         ngx_http_rl_adaptive_exit(rmcf);
