@@ -13,7 +13,10 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "wait.hpp"
@@ -55,7 +58,8 @@ struct Instance {
     int64_t started = 0, workers = 0, intervalMs = 5000;
     int64_t seenMs = 0;         /* ago */
     bool gone = false, up = false, duplicate = false, hasRecord = false;
-    std::string record;
+    std::string_view record;    /* (in the reply: read while it lives) */
+    std::vector<size_t> drift;  /* the rules it defines unlike most */
 };
 
 /* A rule of the fleet: its first definition seen, its sums. */
@@ -63,15 +67,19 @@ struct Definition {
     std::string digest, algorithm, key;
     int64_t limit = 0, windowUs = 0, burst = 0, cost = 0, holdUs = 0;
     bool dry = false, charge = false;
-    std::vector<std::string> instances;
+    std::vector<size_t> instances;      /* (their places in the list) */
 };
 
+/* (Each instance is met once, each of its rules once: nothing here is
+ * compared with every instance, or the worker is held for seconds by a
+ * fleet of thousands.) */
 struct FleetRule {
     std::string name;
     int64_t requests[NGX_HTTP_RL_OUTCOMES] = {};
     int64_t usage[usage::kBuckets] = {};
     size_t instances = 0;
     std::vector<Definition> defs;
+    std::unordered_map<std::string, size_t> defAt;  /* by digest */
     bool hasTrial = false;
     int64_t trialLimit = 0, trialUntilMs = 0, trialPassed = 0,
             trialRejected = 0;
@@ -85,7 +93,8 @@ struct Read {
     int64_t nowMs;
     std::vector<Instance> *instances;
     const redisReply *entries;  /* the audit's (copied out below) */
-    std::string *json;          /* the answer, made from the reply */
+    Json *answer;               /* made from the reply (in the pool);
+                                   NULL: no instance has the rule */
 };
 
 void identityOf(std::string_view line, Instance *in) {
@@ -126,19 +135,20 @@ bool instancesOf(const redisReply *r, Read *rd) {
         }
         if (recs->type == REDIS_REPLY_ARRAY && i < recs->elements &&
             recs->element[i]->type == REDIS_REPLY_STRING) {
-            in.record = std::string(replyText(recs->element[i]));
+            in.record = replyText(recs->element[i]);
             in.hasRecord = true;
         }
         in.gone = !in.hasRecord || in.seenMs > 3 * in.intervalMs;
         rd->instances->push_back(std::move(in));
     }
-    /* two ids under one name: reported, not merged */
-    for (Instance &a : *rd->instances) {
-        for (const Instance &b : *rd->instances) {
-            if (&a != &b && a.name == b.name && !b.gone) {
-                a.duplicate = true;
-            }
-        }
+    /* two ids under one name: reported, not merged (an instance is a
+     * duplicate when another of its name is not gone) */
+    std::unordered_map<std::string_view, size_t> named;
+    for (const Instance &in : *rd->instances) {
+        named[in.name] += in.gone ? 0 : 1;
+    }
+    for (Instance &in : *rd->instances) {
+        in.duplicate = named[in.name] > (in.gone ? 0 : 1);
     }
     return true;
 }
@@ -146,8 +156,9 @@ bool instancesOf(const redisReply *r, Read *rd) {
 /* The rules of every instance not gone, in the order first met. */
 std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
     std::vector<FleetRule> rules;
-    std::map<std::string, size_t> at;
-    for (Instance &in : all) {
+    std::unordered_map<std::string, size_t> at;
+    for (size_t i = 0; i < all.size(); i++) {
+        Instance &in = all[i];
         if (in.gone) {
             continue;
         }
@@ -188,11 +199,9 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
                 fr.usage[b] += num(l.fields[17 + b]);
             }
             std::string digest(l.fields[2]);
-            auto d = std::find_if(fr.defs.begin(), fr.defs.end(),
-                                  [&](const Definition &x) {
-                                      return x.digest == digest;
-                                  });
-            if (d == fr.defs.end()) {
+            auto d = fr.defAt.find(digest);
+            if (d == fr.defAt.end()) {
+                d = fr.defAt.emplace(digest, fr.defs.size()).first;
                 Definition def;
                 def.digest = digest;
                 def.algorithm = text(l.fields[3]);
@@ -205,9 +214,8 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
                 def.charge = l.fields[10] == "1";
                 def.key = text(l.fields[11]);
                 fr.defs.push_back(std::move(def));
-                d = fr.defs.end() - 1;
             }
-            d->instances.push_back(in.name);
+            fr.defs[d->second].instances.push_back(i);
         }
     }
     return rules;
@@ -243,8 +251,32 @@ void seconds(Json &out, int64_t us) {
     }
 }
 
+/* Each instance's drift: the rules (in their order) it defines unlike
+ * most instances. */
+void driftOf(std::vector<Instance> &all, const std::vector<FleetRule> &rules) {
+    for (size_t r = 0; r < rules.size(); r++) {
+        const FleetRule &fr = rules[r];
+        if (fr.defs.size() < 2) {
+            continue;
+        }
+        const Definition &u = usual(fr);
+        for (const Definition &d : fr.defs) {
+            if (&d == &u) {
+                continue;
+            }
+            for (size_t i : d.instances) {
+                std::vector<size_t> &drift = all[i].drift;
+                if (drift.empty() || drift.back() != r) {
+                    drift.push_back(r);
+                }
+            }
+        }
+    }
+}
+
 void instances(Json &out, Read *rd, ngx_http_rl_main_conf_t *rmcf) {
     std::vector<FleetRule> rules = rulesOf(*rd->instances);
+    driftOf(*rd->instances, rules);
     out.raw("{\"zone\":").str(viewOf(rd->zone->name))
         .raw(",\"interval\":")
         .num(static_cast<int64_t>(rmcf->fleet_interval / 1000))
@@ -263,21 +295,8 @@ void instances(Json &out, Read *rd, ngx_http_rl_main_conf_t *rmcf) {
             .raw(",\"gone\":").boolean(in.gone)
             .raw(",\"duplicate\":").boolean(in.duplicate)
             .raw(",\"drift\":[");
-        bool any = false;
-        for (const FleetRule &fr : rules) {
-            if (fr.defs.size() < 2) {
-                continue;
-            }
-            const Definition &u = usual(fr);
-            for (const Definition &d : fr.defs) {
-                if (&d != &u &&
-                    std::find(d.instances.begin(), d.instances.end(),
-                              in.name) != d.instances.end()) {
-                    out.raw(any ? "," : "").str(fr.name);
-                    any = true;
-                    break;
-                }
-            }
+        for (size_t k = 0; k < in.drift.size(); k++) {
+            out.raw(k ? "," : "").str(rules[in.drift[k]].name);
         }
         out.raw("]}");
         first = false;
@@ -367,7 +386,8 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
             out.raw(",\"algorithm\":").str(x.algorithm)
                 .raw(",\"instances\":[");
             for (size_t k = 0; k < x.instances.size(); k++) {
-                out.raw(k ? "," : "").str(x.instances[k]);
+                out.raw(k ? "," : "").str((*rd->instances)[x.instances[k]]
+                                              .name);
             }
             out.raw("]}");
         }
@@ -512,7 +532,15 @@ void answerOf(Wait *w, const redisReply *reply) {
                       reply->str);
         return;
     }
-    Json out(w->r->pool);
+    /* (written in the pool, sent as it is: an answer of megabytes is
+     * not copied again) */
+    static_assert(std::is_trivially_destructible_v<Json>);
+    void *room = ngx_palloc(w->r->pool, sizeof(Json));
+    if (room == nullptr) {
+        rd->failure = "out of memory";
+        return;
+    }
+    Json &out = *new (room) Json(w->r->pool);
     ngx_http_rl_main_conf_t *rmcf = mainConf(w->r);
     if (rd->req.route == Route::Audit) {
         if (reply->type != REDIS_REPLY_ARRAY) {
@@ -530,13 +558,10 @@ void answerOf(Wait *w, const redisReply *reply) {
         } else if (rd->req.route == Route::FleetRules) {
             fleetRules(out, rd, rmcf);
         } else if (!fleetTop(out, rd)) {
-            rd->failure = nullptr;
-            rd->json->clear();
             return;     /* (no instance has the rule: 404 below) */
         }
     }
-    std::string_view s = flatten(w->r->pool, out);
-    rd->json->assign(s.data(), s.size());
+    rd->answer = &out;
 }
 
 ngx_int_t concluded(Wait *w) {
@@ -547,19 +572,15 @@ ngx_int_t concluded(Wait *w) {
                               "Redis did not answer in time"});
     } else if (rd->failure != nullptr) {
         rc = sendError(w->r, {503, "StoreUnavailable", rd->failure});
-    } else if (rd->json->empty()) {
+    } else if (rd->answer == nullptr) {
         rc = sendError(w->r, {404, "RuleNotFound",
                               "no instance of the fleet has a rule of "
                               "that name in that zone"});
     } else {
-        Json out(w->r->pool);
-        out.raw(*rd->json);
-        rc = send(w->r, NGX_HTTP_OK, out);
+        rc = send(w->r, NGX_HTTP_OK, *rd->answer);
     }
     delete rd->instances;
-    delete rd->json;
     rd->instances = nullptr;
-    rd->json = nullptr;
     return rc;
 }
 
@@ -609,19 +630,15 @@ ngx_int_t fleetRead(ngx_http_request_t *r, const Request &req) {
     /* (freed once answered; a request that goes first leaks nothing:
      * the pool's cleanup below) */
     rd->instances = new std::vector<Instance>();
-    rd->json = new std::string();
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == nullptr) {
         delete rd->instances;
-        delete rd->json;
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     cln->handler = [](void *data) noexcept {
         auto *x = static_cast<Read *>(data);
         delete x->instances;
-        delete x->json;
         x->instances = nullptr;
-        x->json = nullptr;
     };
     cln->data = rd;
     ngx_str_t keys[4];
