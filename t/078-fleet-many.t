@@ -13,9 +13,13 @@
 # instance compared with each for its name and its drift held the
 # worker 0.6 s at 10,000). Compared within the run, the best of five
 # requests each, as t/069 does.
+#
+# Summed counters saturate: 1,100 records of counters at 2^53 (the most
+# a record's number reads as) sum to 2^63 - 1, not a negative number.
 
 use lib 't/lib';
 use RlTest;
+use RlTest::Api;
 use RlTest::Fleet;
 use JSON::PP qw(decode_json);
 use Time::HiRes qw(time);
@@ -27,15 +31,18 @@ my $ng = start_nginx(redis => $r, workers => 1, start => 0,
     rl_zone main redis=127.0.0.1:$RedisPort timeout=5s;
     rl_zone small redis=127.0.0.1:$RedisPort timeout=5s prefix=s:;
     rl_zone large redis=127.0.0.1:$RedisPort timeout=5s prefix=l:;
+    rl_zone big redis=127.0.0.1:$RedisPort timeout=5s prefix=b:;
     server {
         listen 127.0.0.1:$ServerPort;
         location /a { rl_rule zone=main key=$http_x_key rate=4r/m name=per;
                       rl_rule zone=small key=$http_x_key rate=4r/m name=per;
                       rl_rule zone=large key=$http_x_key rate=4r/m name=per;
+                      rl_rule zone=big key=$http_x_key rate=4r/m name=per;
                       empty_gif; }
         location /rl/ { rl_api; }
     }
 CONF
+my $api = RlTest::Api->new($ng->port, '/rl/');
 
 # The best of $times: seconds, the worker's time on the cpu (seconds:
 # not Redis', nor the time its reply takes to come), and the last
@@ -67,6 +74,7 @@ sub instances {
         ago => $opt{ago} // 0,
         record => $opt{record} // 1,
         rules => $opt{rules} ? $opt{rules}->($_) : [ { name => 'per' } ],
+        more => $opt{more},
     } } 1 .. $n ];
 }
 
@@ -134,6 +142,29 @@ for my $what (sort keys %took) {
     ok($ratio < 30, "$what: ten times the instances take less than "
                     . "thirty times as long (${\ sprintf '%.1f', $ratio}x)");
 }
+
+# ------------------------------------------------------ counters saturate
+my $most = '9007199254740992';    # 2^53
+my $hostile = sub {
+    [ { name => 'per', counts => [ ($most) x 5 ], usage => [ ($most) x 7 ] } ]
+};
+RlTest::Fleet::fake($r, zone => 'big', prefix => 'b:', instances =>
+    instances(1100, name => 'hostile', rules => $hostile, more =>
+              "trial\tper\t5\t0\t0\t$most\t$most\ntop\tper\t$most\tk\n"));
+my $max = '9223372036854775807';
+($code, $rules) = $api->get('1/fleet/rules?zone=big');
+my ($per) = grep { $_->{name} eq 'per' } ref $rules eq 'ARRAY' ? @$rules : ();
+is($per->{instances}, 1101, '1,100 records of counters at 2^53');
+is_deeply([ map { "$_" } @{ $per->{requests} }{qw(passed rejected
+                  rejected_dry_run delayed error)} ], [ ($max) x 5 ],
+          'each outcome\'s sum saturates at 2^63 - 1');
+is_deeply([ map { "$_->{count}" } @{ $per->{usage} } ], [ ($max) x 7 ],
+          'each usage bucket\'s too');
+is_deeply([ map { "$_" } @{ $per->{trial} }{qw(passed rejected)} ],
+          [ $max, $max ], 'a trial\'s');
+($code, my $top) = $api->get('1/fleet/rules/per/top?zone=big');
+is_deeply([ map { ["$_->{key}", "$_->{rejected}"] } @{ $top->{keys} } ],
+          [ [ 'k', $max ] ], 'a top key\'s rejections');
 
 $ng->stop;
 done_testing();

@@ -52,6 +52,12 @@ int64_t num(std::string_view field) {
     return fleet::number(field, &v) ? v : 0;
 }
 
+/* A sum of the instances' counters: at most 2^63 - 1, whatever records
+ * say (each number is at most 2^53, but any number of records add up). */
+int64_t add(int64_t sum, int64_t v) {
+    return fleet::saturatingAdd(sum, v);
+}
+
 /* An instance as the fleet's keys have it. */
 struct Instance {
     std::string id, name, version, nginx;
@@ -187,16 +193,16 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
                 fr.hasTrial = true;
                 fr.trialLimit = num(l.fields[2]);
                 fr.trialUntilMs = num(l.fields[3]);
-                fr.trialPassed += num(l.fields[5]);
-                fr.trialRejected += num(l.fields[6]);
+                fr.trialPassed = add(fr.trialPassed, num(l.fields[5]));
+                fr.trialRejected = add(fr.trialRejected, num(l.fields[6]));
                 continue;
             }
             fr.instances++;
             for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
-                fr.requests[o] += num(l.fields[12 + o]);
+                fr.requests[o] = add(fr.requests[o], num(l.fields[12 + o]));
             }
             for (size_t b = 0; b < usage::kBuckets; b++) {
-                fr.usage[b] += num(l.fields[17 + b]);
+                fr.usage[b] = add(fr.usage[b], num(l.fields[17 + b]));
             }
             std::string digest(l.fields[2]);
             auto d = fr.defAt.find(digest);
@@ -433,7 +439,7 @@ bool fleetTop(Json &out, Read *rd) {
                 continue;
             }
             Key &k = keys[text(l.fields[3])];
-            k.rejected += num(l.fields[2]);
+            k.rejected = add(k.rejected, num(l.fields[2]));
             k.instances++;
         }
     }
