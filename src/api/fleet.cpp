@@ -74,6 +74,9 @@ struct Definition {
     int64_t limit = 0, windowUs = 0, burst = 0, cost = 0, holdUs = 0;
     bool dry = false, charge = false;
     std::vector<size_t> instances;      /* (their places in the list) */
+    /* a calendar rule's (its record's calendar line) */
+    bool calendar = false;
+    std::string period, tz, anchor;     /* (anchor "": none) */
 };
 
 /* (Each instance is met once, each of its rules once: nothing here is
@@ -170,10 +173,25 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
         }
         std::string_view rest = in.record;
         fleet::Line l;
+        /* the definition of the line before, if a rule line's (a line
+         * of any other kind, a trial's too, leaves none) */
+        constexpr size_t kNone = SIZE_MAX;
+        size_t lastRule = kNone, lastDef = 0;
         while (fleet::nextLine(&rest, &l)) {
             std::string_view kind = l.fields[0];
+            size_t before = lastRule;
+            lastRule = kNone;
             if (kind == "zone" && l.n >= 3) {
                 in.up = l.fields[2] == "1";
+                continue;
+            }
+            if (kind == "calendar" && l.n >= 5 && before != kNone &&
+                text(l.fields[1]) == rules[before].name) {
+                Definition &d = rules[before].defs[lastDef];
+                d.calendar = true;
+                d.period = text(l.fields[2]);
+                d.tz = text(l.fields[3]);
+                d.anchor = text(l.fields[4]);
                 continue;
             }
             bool rule = kind == "rule" && l.n >= 24;
@@ -222,6 +240,8 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
                 fr.defs.push_back(std::move(def));
             }
             fr.defs[d->second].instances.push_back(i);
+            lastRule = it->second;
+            lastDef = d->second;
         }
     }
     return rules;
@@ -355,6 +375,16 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
     } else {
         seconds(out.raw(",\"window\":"), d.windowUs);
     }
+    if (d.calendar) {
+        /* as /1/rules shows a calendar rule */
+        out.raw(",\"period\":").str(d.period).raw(",\"tz\":").str(d.tz)
+            .raw(",\"anchor\":");
+        if (d.anchor.empty()) {
+            out.raw("null");
+        } else {
+            out.str(d.anchor);
+        }
+    }
     out.raw(",\"key\":").str(d.key).raw(",\"requests\":{");
     for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
         out.raw(o ? ",\"" : "\"").raw(kOutcome[o]).raw("\":")
@@ -389,6 +419,9 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
             out.raw(i ? ",{\"digest\":" : "{\"digest\":").str(x.digest)
                 .raw(",\"limit\":").num(x.limit).raw(",\"window\":");
             seconds(out, x.windowUs);
+            if (x.calendar) {
+                out.raw(",\"period\":").str(x.period);
+            }
             out.raw(",\"algorithm\":").str(x.algorithm)
                 .raw(",\"instances\":[");
             for (size_t k = 0; k < x.instances.size(); k++) {

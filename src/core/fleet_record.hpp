@@ -8,6 +8,8 @@
  *   zone ZONE UP
  *   rule NAME DIGEST ALGORITHM LIMIT WINDOW_US BURST COST DRY HOLD_US
  *        CHARGE KEY PASSED REJECTED DRY_RUN DELAYED ERROR U0 .. U6
+ *   calendar NAME PERIOD TZ ANCHOR  (a calendar rule's, after its rule
+ *                                    line; ANCHOR as written, or empty)
  *   trial NAME LIMIT UNTIL_MS SINCE_MS PASSED REJECTED
  *   top NAME REJECTED KEY      (its top limited keys, most first)
  *   ttop NAME REJECTED KEY     (its trial's)

@@ -126,8 +126,32 @@
     return left > 0 ? fmtSeconds(left) + " left" : "ending";
   }
   /* a rule's limit's unit: "/m", " in flight" */
+  /* a rule's unit (or a drift's definition's): "/month" for a
+   * calendar rule, whose "window" is only its period's nominal length */
   function per(r) {
+    if (r.period) { return "/" + r.period; }
     return r.window === null ? " in flight" : "/" + fmtWindow(r.window);
+  }
+  var WEEKDAYS = { mon: "Monday", tue: "Tuesday", wed: "Wednesday",
+                   thu: "Thursday", fri: "Friday", sat: "Saturday",
+                   sun: "Sunday" };
+  function ordinal(n) {
+    var v = n % 100, th = ["th", "st", "nd", "rd"];
+    return n + (th[(v - 20) % 10] || th[v] || th[0]);
+  }
+  /* where a calendar rule's periods start: its time zone and anchor
+   * ("Europe/Berlin, from the 15th"); "" for another rule */
+  function calendarText(r) {
+    if (!r.period) { return ""; }
+    var a = r.anchor, from = "";
+    if (r.period === "month") {
+      from = !a ? "from the 1st"
+        : /^[0-9]+$/.test(a) ? "from the " + ordinal(+a)
+        : "from each key's " + a;
+    } else if (r.period === "week") {
+      from = "from " + (WEEKDAYS[a || "mon"] || a);
+    }
+    return r.tz + (from ? ", " + from : "");
   }
   function num(n) {
     return Math.round(n * 100) / 100;

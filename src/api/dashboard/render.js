@@ -227,8 +227,8 @@
     }
     if (r.drift) {
       pill("drift", "drift", r.drift.map(function (d) {
-        return d.limit + "/" + fmtWindow(d.window) + " " + d.algorithm +
-               ": " + d.instances.map(shown).join(", ");
+        return d.limit + per(d) + " " + d.algorithm + ": " +
+               d.instances.map(shown).join(", ");
       }).join("\n"));
     }
     if (r.trial) {
@@ -268,6 +268,10 @@
       c.appendChild(text(String(r.limit)));
       c.appendChild(el("span", "unit", per(r)));
       tip(c, r.algorithm);
+    }
+    /* a calendar rule: its time zone and where its periods start */
+    if (r.period) {
+      c.appendChild(el("span", "line2 calendar", calendarText(r)));
     }
     return c;
   }
@@ -379,6 +383,10 @@
       kvRow(dl, "limit", r.limit + per(r) + " as configured (" +
             r.algorithm + ")");
     }
+    if (r.period) {
+      kvRow(dl, "period", "a calendar " + r.period + " in " +
+            calendarText(r));
+    }
     if (r.trial) {
       var t = r.trial;
       kvRow(dl, "trial", [el("span", "pill trial", t.limit + per(r)),
@@ -395,8 +403,7 @@
       kvRow(dl, "instances", String(r.instances) + (r.drift
         ? " (defined " + r.drift.length + " ways: " +
           r.drift.map(function (d) {
-            return d.limit + "/" + fmtWindow(d.window) + " on " +
-                   d.instances.join(", ");
+            return d.limit + per(d) + " on " + d.instances.join(", ");
           }).join("; ") + ")" : ""));
     }
     box.appendChild(dl);
@@ -410,7 +417,8 @@
     }
     $("newunit").textContent = per(r);
     renderNewShare();
-    $("trialrow").hidden = r.window === null;
+    /* (no trial for a concurrency= or calendar rule: refused) */
+    $("trialrow").hidden = r.window === null || !!r.period;
     $("trystop").disabled = !r.trial;
     $("liveclear").disabled = !r.live;
   }
