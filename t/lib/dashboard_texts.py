@@ -13,16 +13,13 @@ Prints TAP lines for t/079.
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashboard  # noqa: E402
-from dashboard import click_row, report, rows, severe, until  # noqa: E402
+from dashboard import (click_row, console_clean, report, rows,  # noqa: E402
+                       until)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 LIMIT = 4
@@ -91,25 +88,14 @@ def run(driver, args):
     driver.set_window_size(1400, 1100)
     driver.execute_script("window.scrollTo(0, 0)")
     driver.save_screenshot(args.screenshot)
-    logs = severe(driver)
-    report(not logs, "no error in the page's console", logs)
+    console_clean(driver)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--page", required=True)
     ap.add_argument("--screenshot", required=True)
-    args = ap.parse_args()
-    profile = tempfile.mkdtemp(prefix="rltest-chromium-")
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"),
-                              options=dashboard.options(profile))
-    driver.set_window_size(1400, 1000)
-    try:
-        run(driver, args)
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-    print("1..%d" % dashboard.N)
+    dashboard.drive(run, ap.parse_args())
 
 
 if __name__ == "__main__":
