@@ -150,9 +150,13 @@ my $hostile = sub {
 };
 RlTest::Fleet::fake($r, zone => 'big', prefix => 'b:', instances =>
     instances(1100, name => 'hostile', rules => $hostile, more =>
-              "trial\tper\t5\t0\t0\t$most\t$most\ntop\tper\t$most\tk\n"));
+              "trial\tper\t5\t0\t0\t$most\t$most\ntop\tper\t$most\tk\n"
+              # a trial of a rule no record defines, a calendar line
+              # after it (after no rule line: of no definition)
+              . "trial\tnew\t5\t0\t0\t1\t1\ncalendar\tnew\tmonth\tUTC\t\n"));
 my $max = '9223372036854775807';
 ($code, $rules) = $api->get('1/fleet/rules?zone=big');
+is($code, 200, '/1/fleet/rules of 1,100 hostile records');
 my ($per) = grep { $_->{name} eq 'per' } ref $rules eq 'ARRAY' ? @$rules : ();
 is($per->{instances}, 1101, '1,100 records of counters at 2^53');
 is_deeply([ map { "$_" } @{ $per->{requests} }{qw(passed rejected
@@ -162,6 +166,9 @@ is_deeply([ map { "$_->{count}" } @{ $per->{usage} } ], [ ($max) x 7 ],
           'each usage bucket\'s too');
 is_deeply([ map { "$_" } @{ $per->{trial} }{qw(passed rejected)} ],
           [ $max, $max ], 'a trial\'s');
+ok(!grep({ $_->{name} eq 'new' } ref $rules eq 'ARRAY' ? @$rules : ()),
+   'a trial of a rule no record defines is not listed (before, the '
+   . 'worker crashed reading it)');
 ($code, my $top) = $api->get('1/fleet/rules/per/top?zone=big');
 is_deeply([ map { ["$_->{key}", "$_->{rejected}"] } @{ $top->{keys} } ],
           [ [ 'k', $max ] ], 'a top key\'s rejections');

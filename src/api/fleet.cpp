@@ -248,7 +248,7 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
 }
 
 /* The definition most instances have (the first met on a tie): the
- * others drift from it. */
+ * others drift from it. (A rule has one at least: see fleetRules.) */
 const Definition &usual(const FleetRule &fr) {
     size_t best = 0;
     for (size_t i = 1; i < fr.defs.size(); i++) {
@@ -438,8 +438,14 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
 void fleetRules(Json &out, Read *rd, ngx_http_rl_main_conf_t *rmcf) {
     std::vector<FleetRule> rules = rulesOf(*rd->instances);
     out.raw("[");
-    for (size_t i = 0; i < rules.size(); i++) {
-        fleetRule(out.raw(i ? ",\n" : "\n"), rules[i], rd, rmcf);
+    bool first = true;
+    for (const FleetRule &fr : rules) {
+        /* a trial line with no rule line of its name (a record written
+         * by hand): no definition to show */
+        if (!fr.defs.empty()) {
+            fleetRule(out.raw(first ? "\n" : ",\n"), fr, rd, rmcf);
+            first = false;
+        }
     }
     out.raw("\n]\n");
 }
