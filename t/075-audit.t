@@ -1,7 +1,8 @@
 # The change feed and the audit (SPEC section 11): every write of the
 # operator API goes to its zone's audit stream in Redis, with the time,
 # the instance, the client, $remote_user, the rule, the key and what
-# changed; GET /1/audit lists them newest first. Every instance reads
+# changed; GET /1/audit lists them newest first ($remote_user only where
+# auth_basic checked it, under satisfy all). Every instance reads
 # the stream's new entries once a second and drops what it caches of
 # the keys named: a block made through A applies on B within a second
 # although B holds a lease of the key (lease=10s), and a block lifted
@@ -27,6 +28,15 @@ my $config = <<'CONF';
         location /l { rl_rule zone=leased key=$http_x_key rate=100000r/m
                               name=hot; empty_gif; }
         location /rl/ {
+            auth_basic ops;
+            auth_basic_user_file $ServerRoot/conf/htpasswd;
+            rl_api write=on;
+        }
+        location /open/ { rl_api write=on; }
+        location /any/ {
+            satisfy any;
+            allow 127.0.0.1;
+            deny all;
             auth_basic ops;
             auth_basic_user_file $ServerRoot/conf/htpasswd;
             rl_api write=on;
@@ -118,6 +128,31 @@ is_deeply([ map { $_->{action} } @{ $data->{entries} } ], ['block'],
           'the other zone has its own');
 ($c, $data) = get(0, '1/audit?n=0');
 is($c, 400, 'n=0: 400');
+
+# The user is recorded only when auth_basic checked it: elsewhere the
+# Authorization header claims what the client likes (before, an API
+# without auth_basic recorded "mallory", and so did one whose `satisfy
+# any` let the address in with a wrong password)
+my $claim = [Authorization => 'Basic ' . encode_base64('mallory:x', '')];
+my $open = RlTest::Api->new($ng[0]->port, '/open/');
+my $any = RlTest::Api->new($ng[0]->port, '/any/');
+($c) = $open->call('POST', '1/rules/per/keys/o1/block', { ttl => 5 },
+                   headers => $claim);
+is($c, 201, 'a write through an API without auth_basic');
+($c) = $any->call('POST', '1/rules/per/keys/o2/block', { ttl => 5 },
+                  headers => $claim);
+is($c, 201, 'one through satisfy any, let in by its address');
+($c) = $any->call('POST', '1/rules/per/keys/o3/block', { ttl => 5 },
+                  headers => $auth);
+is($c, 201, 'and one there with the right password');
+($c) = $api[0]->call('POST', '1/rules/per/keys/o4/block', { ttl => 5 },
+                     headers => $claim);
+is($c, 401, 'auth_basic refuses the claim');
+($c, $data) = get(0, '1/audit?n=3');
+is_deeply([ map { [ $_->{key}, $_->{user} ] } @{ $data->{entries} } ],
+          [ [ 'o3', '' ], [ 'o2', '' ], [ 'o1', '' ] ],
+          'none of them records a user auth_basic did not check')
+    or diag explain $data->{entries};
 
 # An entry written by hand with an id past 2^63 ms (Redis takes ids to
 # 2^64): still JSON (before, its time read "-N." or worse)

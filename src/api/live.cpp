@@ -142,6 +142,40 @@ ngx_int_t concluded(Wait *w) {
     return answer(w->r, lw);
 }
 
+/* The user nginx's auth_basic checked for this request, or none. The
+ * Authorization header alone ($remote_user) is whatever the client
+ * claims: a name is recorded only where auth_basic is on in the
+ * request's location (a realm not "off", a user file) under `satisfy
+ * all` (the default), so that the request reached the API only with
+ * that user's password. Under `satisfy any` an address let in may claim
+ * any name: none is recorded. */
+ngx_str_t checkedUser(ngx_http_request_t *r) {
+    /* auth_basic's location conf, private to it: the realm first (NULL:
+     * none), the user file second (a pointer; an inline complex value,
+     * its length first, in older nginx: 0 either way when none was
+     * given) */
+    struct AuthBasic {
+        ngx_http_complex_value_t *realm;
+        uintptr_t userFile;
+    };
+    ngx_str_t none = ngx_null_string, realm;
+    if (&ngx_http_auth_basic_module == nullptr) {
+        return none;
+    }
+    auto *ab = static_cast<const AuthBasic *>(
+        ngx_http_get_module_loc_conf(r, ngx_http_auth_basic_module));
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
+        ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+    if (ab == nullptr || ab->realm == nullptr || ab->userFile == 0 ||
+        clcf->satisfy != NGX_HTTP_SATISFY_ALL ||
+        ngx_http_complex_value(r, ab->realm, &realm) != NGX_OK ||
+        (realm.len == 3 && ngx_strncmp(realm.data, "off", 3) == 0) ||
+        ngx_http_auth_basic_user(r) != NGX_OK) {
+        return none;
+    }
+    return r->headers_in.user;
+}
+
 /* The audit entry's fields (SPEC section 11): who, what, of which rule
  * and key, the detail as a JSON object. */
 void auditFields(ngx_http_request_t *r, fleet::Eval *a,
@@ -149,11 +183,10 @@ void auditFields(ngx_http_request_t *r, fleet::Eval *a,
                  std::string_view rule, std::string_view keyText,
                  const std::string_view *value, std::string_view detail) {
     ngx_http_rl_main_conf_t *rmcf = mainConf(r);
-    (void) ngx_http_auth_basic_user(r);     /* $remote_user, if any */
     a->arg("id").arg(fleet::instanceId(rmcf))
         .arg("instance").arg(fleet::instanceName(rmcf))
         .arg("client").arg(r->connection->addr_text)
-        .arg("user").arg(r->headers_in.user)
+        .arg("user").arg(checkedUser(r))
         .arg("action").arg(action).arg("rule").arg(rule)
         .arg("key").arg(keyText);
     if (value != nullptr) {

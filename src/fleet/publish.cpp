@@ -83,6 +83,21 @@ void ruleLine(Writer &w, const ngx_http_rl_name_t *name) {
     w.end();
 }
 
+/* A calendar rule's period, its time zone and anchor (as written), after
+ * its rule line: /1/fleet/rules shows them as /1/rules does. */
+void calendarLine(Writer &w, const ngx_http_rl_name_t *name) {
+    const ngx_http_rl_rule_t *r = name->first;
+    ngx_str_t unit, tz, anchor;
+    if (r->calendar == nullptr) {
+        return;
+    }
+    ngx_http_rl_calendar_describe(r, &unit, &tz, &anchor);
+    if (w.fits(lineMax(r->name.len + unit.len + tz.len + anchor.len, 0))) {
+        w.raw("calendar").field(viewOf(r->name)).field(viewOf(unit))
+            .field(viewOf(tz)).field(viewOf(anchor)).end();
+    }
+}
+
 /* The name's top keys (or its trial's): at most kTopPerRule; returns
  * how many were left out for room. */
 size_t topLines(Writer &w, const ngx_http_rl_name_t *name, bool trial,
@@ -150,6 +165,7 @@ bool record(ngx_pool_t *pool, ngx_http_rl_main_conf_t *rmcf,
             continue;
         }
         ruleLine(w, n);
+        calendarLine(w, n);
         char by[live::kMaxBy], reason[live::kMaxReason];
         live::Setting t = live::read(n, live::Kind::Trial, by, reason);
         if (t.limit >= 0 && w.fits(lineMax(n->first->name.len, 5))) {
