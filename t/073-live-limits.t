@@ -33,6 +33,11 @@ my @ng = map { start_nginx(redis => $r, workers => 2, config => <<"CONF") }
                                 name=slots; empty_gif; }
         location /m { rl_rule zone=mem key=\$http_x_key rate=10r/m
                               name=mper; empty_gif; }
+        location /q { rl_rule zone=main key=\$http_x_key rate=3r/h
+                              algorithm=fixed_window name=quota; empty_gif; }
+        location /mq { rl_rule zone=mem key=\$http_x_key rate=3r/h
+                               algorithm=fixed_window name=mquota;
+                       empty_gif; }
         location /rl/ { rl_api write=on; }
         location /ro/ { rl_api; }
     }
@@ -138,6 +143,32 @@ ok(within(sub { as(2, '/tb', 'p' . time)->{headers}{'x-ratelimit-limit'}
 is(codes(2, '/tb', 'burst', 3), '200 PASSED 200 PASSED 429 REJECTED',
    'its capacity follows N');
 $api[0]->call('DELETE', '1/rules/bucket/limit');
+
+# A key's read and a credit's answer say the live limit, as the next
+# request's headers do (before, a Redis zone's read the key at the
+# configured N: "limit 3, remaining 2" while the next request got a 429
+# of limit 1; the embedded store's were right)
+for my $z (['quota', '/q', 'Redis'], ['mquota', '/mq', 'embedded']) {
+    my ($rule, $path, $what) = @$z;
+    ($code) = $api[0]->call('PUT', "1/rules/$rule/limit", { limit => 1 });
+    is($code, 200, "$what: a live limit of 1");
+    $res = as(0, $path, 'kr');
+    is(code_status($res) . ' ' . $res->{headers}{'x-ratelimit-limit'},
+       '200 PASSED 1', "$what: a request of the key, limit 1");
+    ($code, $data) = $api[0]->get("1/rules/$rule/keys/kr");
+    is_deeply([ $code, @$data{qw(limit remaining)} ], [200, 1, 0],
+              "$what: the key's read says limit 1, remaining 0");
+    $res = as(0, $path, 'kr');
+    is(code_status($res) . ' ' . $res->{headers}{'x-ratelimit-limit'},
+       '429 REJECTED 1', "$what: as the next request finds it");
+    ($code, $data) = $api[0]->call('POST', "1/rules/$rule/keys/kr/credit",
+                                   { units => 1 });
+    is_deeply([ $code, @$data{qw(limit remaining)} ], [200, 1, 1],
+              "$what: a credit's answer says limit 1, remaining 1");
+    is(code_status(as(0, $path, 'kr')), '200 PASSED',
+       "$what: and the next request passes");
+    $api[0]->call('DELETE', "1/rules/$rule/limit");
+}
 
 # ------------------------------------------------------------ Redis fails
 ($code) = $api[0]->call('PUT', '1/rules/per/limit', { limit => 4, ttl => 600 });

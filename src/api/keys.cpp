@@ -36,6 +36,7 @@
 #include "core/state_read.hpp"
 #include "core/state_key.hpp"
 #include "shm/key_caches.hpp"
+#include "shm/live.hpp"
 #include "redis/link.hpp"
 #include "shm/marks.hpp"
 
@@ -157,8 +158,10 @@ ngx_int_t answerState(Operation *op) {
     size_t n = op->set.n;
     size_t b = rl_binding_rule(op->outcomes, n, op->allowed);
     const rl_outcome_t &o = op->outcomes[b];
+    /* an override's N, or the N in force (a live limit's) */
     int64_t limit = o.limit > 0 ? o.limit
-                                : static_cast<int64_t>(op->set.rules[b]->limit);
+                                : static_cast<int64_t>(
+                                      live::limitOf(op->set.rules[b]));
     Json out(op->r->pool);
     keyValue(out.raw("{\"key\":"), op->set, op->value);
     if (op->route == Route::Credit) {
@@ -501,7 +504,8 @@ Args *stateArgs(Operation *op, bool eval, uint64_t units = 0) {
                             ngx_http_rl_nginx_clock ? realtimeUs() : 0);
     a->push(head, static_cast<size_t>(p - head));
     for (size_t k = 0; k < n; k++) {
-        a->push(viewOf(op->set.rules[k]->spec));
+        /* at the live limit, if any, as the next request is decided */
+        a->push(viewOf(*live::specOf(op->set.rules[k], false)));
     }
     if (units > 0) {
         a->push(callWord(CallKind::Credit));
