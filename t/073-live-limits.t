@@ -231,8 +231,9 @@ is($r->cli('HLEN', 'rl:{fleet}:main:live'), 0, 'nothing written');
 $r->cli('HSET', 'rl:{fleet}:main:live', 'slots', "0\t0\t1000\t10.0.0.9\thand");
 $r->cli('HSET', 'rl:{fleet}:main:trial', 'slots', "3\t0\t1000\t10.0.0.9\thand");
 sub refusals {
-    my ($i, $what) = @_;
-    return scalar grep { /rl_fleet: \Q$what\E of \d+ for rule "slots" .* not applied/ }
+    my ($i, $what, $rule) = @_;
+    $rule //= 'slots';
+    return scalar grep { /rl_fleet: \Q$what\E of \d+ for rule "$rule" .* not applied/ }
                   split /\n/, $ng[$i]->error_log_text;
 }
 ok(wait_until(sub { refusals(1, 'live limit') && refusals(1, 'trial') },
@@ -250,5 +251,39 @@ is(refusals(1, 'live limit') + refusals(1, 'trial'), 2,
    '... once each, not at each read');
 $r->cli('DEL', 'rl:{fleet}:main:live', 'rl:{fleet}:main:trial');
 
+# Nor what the API refuses for its bounds (a ttl within a day for a
+# trial, N within 1e9): a trial with no end, one of two days, a live
+# limit of 999999999999999. Before, all three applied: the trial ran
+# for ever, the limit was the rule's N.
+my ($sec) = split /\n/, $r->cli('TIME');
+my $ms = $sec * 1000;
+$r->cli('HSET', 'rl:{fleet}:main:live', 'per',
+        "999999999999999\t0\t$ms\t10.0.0.9\thand");
+$r->cli('HSET', 'rl:{fleet}:main:trial', 'per',
+        "3\t0\t$ms\t10.0.0.9\thand");
+$r->cli('HSET', 'rl:{fleet}:main:trial', 'bucket',
+        "3\t" . ($ms + 2 * 86400000) . "\t$ms\t10.0.0.9\thand");
+my %why = ('live limit per' => qr/from 0 to 1e9/,
+           'trial per' => qr/within a day/,
+           'trial bucket' => qr/within a day/);
+for my $case (sort keys %why) {
+    my ($what, $rule) = $case =~ /^(.*) (\w+)$/;
+    ok(wait_until(sub { refusals(1, $what, $rule) }, timeout => 5,
+                  interval => 0.1), "$case read from Redis: warned of");
+    like((grep { /\Q$what\E of \d+ for rule "$rule"/ }
+          split /\n/, $ng[1]->error_log_text)[0] // '', $why{$case},
+         '... saying why');
+}
+($code, $data) = $api[1]->get('1/rules/per');
+is_deeply([ $data->{limit}, $data->{live}, $data->{trial} ],
+          [10, undef, undef], '... and not applied: nginx.conf\'s 10');
+is(($api[1]->get('1/rules/bucket'))[1]{trial}, undef,
+   '... no trial of two days either');
+sleep 2;
+is(refusals(1, 'live limit', 'per') + refusals(1, 'trial', 'per')
+   + refusals(1, 'trial', 'bucket'), 3, '... once each');
+$r->cli('DEL', 'rl:{fleet}:main:live', 'rl:{fleet}:main:trial');
+
 $_->stop for @ng;
+
 done_testing();

@@ -207,7 +207,8 @@ ngx_int_t liveOperation(ngx_http_request_t *r, const ngx_http_rl_name_t *name,
     lw->set = method == Method::Put;
     lw->change = change;
     const char *why = nullptr;
-    if (lw->set && !live::settingFits(name, lw->kind, change.limit, &why)) {
+    if (lw->set && !live::settingFits(name, lw->kind, change.limit,
+                                      change.ttl * 1000, &why)) {
         return sendError(r, {400, "BodyInvalid", why});
     }
     const ngx_http_rl_rule_t *rule = name->first;

@@ -96,7 +96,8 @@ bool fits(ZoneSync *zs, ngx_uint_t i, live::Kind kind,
     auto *names = static_cast<ngx_http_rl_name_t *>(zs->w->rmcf->names.elts);
     int64_t &refused = zs->w->refused[i * 2 + static_cast<ngx_uint_t>(kind)];
     const char *why = nullptr;
-    if (live::settingFits(&names[i], kind, s.limit, &why)) {
+    if (live::settingFits(&names[i], kind, s.limit,
+                          live::ttlOf(s.untilMs, s.sinceMs), &why)) {
         refused = 0;
         return true;
     }

@@ -444,9 +444,28 @@ size_t trialTop(const ngx_http_rl_name_t *name, void *entries) {
     return n;
 }
 
+int64_t ttlOf(int64_t untilMs, int64_t sinceMs) {
+    if (untilMs == 0) {
+        return 0;
+    }
+    return untilMs > sinceMs ? untilMs - sinceMs : -1;
+}
+
 bool settingFits(const ngx_http_rl_name_t *name, Kind kind, int64_t n,
-                 const char **why) {
+                 int64_t ttlMs, const char **why) {
     const ngx_http_rl_rule_t *first = name->first;
+    if (n < 0 || n > kMaxLimit) {
+        *why = "the limit is not a whole number from 0 to 1e9";
+        return false;
+    }
+    if (kind == Kind::Trial && (ttlMs <= 0 || ttlMs > kMaxTrialTtlS * 1000)) {
+        *why = "a trial ends by itself within a day (ttl 1 to 86400 s)";
+        return false;
+    }
+    if (ttlMs < 0 || ttlMs > kMaxLimitTtlS * 1000) {
+        *why = "a live limit's ttl is at most ten years, or none";
+        return false;
+    }
     if (kind == Kind::Trial && first->algorithm == RL_ALGORITHM_CONCURRENCY) {
         *why = "a concurrency= rule takes no trial: its slots are held, not "
                "counted in a window";
