@@ -286,4 +286,38 @@ $r->cli('DEL', 'rl:{fleet}:main:live', 'rl:{fleet}:main:trial');
 
 $_->stop for @ng;
 
+# An embedded zone's live limit kept across a reload is checked against
+# the rule as it is then, as a Redis zone's each second: 1e9 on a
+# fixed_window, the rule made a sliding_log, HUP. Before, the limit
+# stayed: a log of 8 GB, every state "no room", every request the
+# failure policy.
+my $conf = <<'CONF';
+    rl_zone solo;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /s { rl_rule zone=solo key=$http_x_key rate=3r/m
+                              algorithm=ALG name=big; empty_gif; }
+        location /rl/ { rl_api write=on; }
+    }
+CONF
+(my $fixed = $conf) =~ s/ALG/fixed_window/;
+(my $log = $conf) =~ s/ALG/sliding_log/;
+my $solo = start_nginx(workers => 2, config => $fixed);
+my $sapi = RlTest::Api->new($solo->port, '/rl/');
+($code) = $sapi->call('PUT', '1/rules/big/limit', { limit => 1000000000 });
+is($code, 200, 'an embedded zone: a live limit of 1e9 on a fixed_window');
+ok($solo->reload(config => $log), 'the rule made a sliding_log: reload');
+is(join(' ', map { code_status(http_get($solo->port, '/s', 'X-Key' => 's')) }
+             1 .. 4), '200 PASSED 200 PASSED 200 PASSED 429 REJECTED',
+   'the live limit is not applied: nginx.conf\'s 3');
+($code, $data) = $sapi->get('1/rules/big');
+is_deeply([ $data->{limit}, $data->{live} ], [3, undef],
+          'the API says so');
+my $kept = qr/\[warn\].*live limit of 1000000000 for rule "big" in zone "solo"/
+    . qr/ \(kept across a reload\) not applied: /;
+is(scalar(grep { /$kept/ } split /\n/, $solo->error_log_text), 1,
+   'warned of once') or diag($solo->error_log_text);
+$solo->stop;
+
 done_testing();

@@ -146,7 +146,8 @@ int64_t ttlOf(int64_t untilMs, int64_t sinceMs);
  * trial of a concurrency= or calendar rule, a bound one of them cannot
  * compute exactly, no slot at all). The API refuses such a write; the
  * fleet ignores such a setting read from Redis (a rule defined
- * differently elsewhere, a hand-made entry). */
+ * differently elsewhere, a hand-made entry), and a reload one kept in
+ * the table (a rule changed since). */
 bool settingFits(const ngx_http_rl_name_t *name, Kind kind, int64_t n,
                  int64_t ttlMs, const char **why);
 
