@@ -118,6 +118,14 @@ ok(within(sub { as(2, '/a', 'x' . time)->{headers}{'x-ratelimit-limit'}
                 eq '2' }, 3), 'applied on C');
 ($code) = $api[1]->call('DELETE', '1/rules/per/limit');
 is($code, 204, 'removed through B');
+# each logged at notice as it was written (before, a ttl of 0 was
+# printed anyway: "to 20", "in zone \"main\"00")
+ok(index($ng[0]->error_log_text, 'rl_api: 127.0.0.1 set the live limit of '
+         . 'rule "per" in zone "main" to 2 (was: nothing)') >= 0,
+   'the write logged');
+ok(index($ng[1]->error_log_text, 'rl_api: 127.0.0.1 removed the live limit '
+         . 'of rule "per" in zone "main" (was: a setting)') >= 0,
+   'the removal logged');
 $set = time;
 ok(defined within(sub { as(2, '/a', 'y' . time)
                         ->{headers}{'x-ratelimit-limit'} eq '10' }, 3)
