@@ -12,11 +12,13 @@
 -- 0: no end; Redis' clock); a reason holds no control character.
 --
 -- ARGV[1] what to do, then its arguments:
---   sync LAST
+--   sync LAST AGE_MS
 --       -> { now_ms, live, trial, entries, last }: the settings not ended
 --          (flat name, value lists; those ended are deleted), the audit's
---          entries after LAST (XRANGE, 1000 at most; LAST "": none, only
---          the newest id), and the newest id read
+--          entries after LAST (XRANGE, 1000 at most; LAST "": the reader
+--          has read none yet, those of the last AGE_MS on Redis' clock:
+--          since it started, so none it has not read is skipped), and
+--          the newest id read ("" while there was none)
 --   set FIELD NAME N TTL_MS BY REASON AUDIT...
 --   clear FIELD NAME AUDIT...
 --       FIELD "live" or "trial": sets (TTL_MS 0: no end) or deletes
@@ -86,16 +88,14 @@ end
 if op == 'sync' then
     local now = now_ms()
     local last = ARGV[2]
-    local entries = {}
+    local from = '(' .. last
     if last == '' then
-        local newest = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
-        last = newest[1] and newest[1][1] or '0-0'
-    else
-        entries = redis.call('XRANGE', KEYS[3], '(' .. last, '+',
-                             'COUNT', 1000)
-        if #entries > 0 then
-            last = entries[#entries][1]
-        end
+        local age = tonumber(ARGV[3]) or 0
+        from = string.format('%.0f', math.max(now - math.max(age, 0), 0))
+    end
+    local entries = redis.call('XRANGE', KEYS[3], from, '+', 'COUNT', 1000)
+    if #entries > 0 then
+        last = entries[#entries][1]
     end
     return { now, settings(KEYS[1], now), settings(KEYS[2], now), entries,
              last }

@@ -163,5 +163,47 @@ is($c, 200, 'an entry written by hand: 200');
 is_deeply([ map { [ $_->{key}, $_->{time} ] } @{ $data->{entries} // [] } ],
           [ [ 'hand', 0 ] ], '... in JSON, its time unknown (0)');
 
+# ------------------------------------------- an instance that read none yet
+# C's first read of the audit comes after the writes it must apply: its
+# user may not read the fleet's keys until then (as for an instance
+# whose first reads met a Redis that could not answer). It reads the
+# entries since it started, none skipped: a block made and lifted
+# through A, on a new stream, lets the key in on C within a second of
+# its first read. Before, C started at the stream's newest entry (the
+# unblock) and its deny cache kept the rejection for the block's whole
+# minute.
+$r->cli('ACL', 'SETUSER', 'late', 'on', '>latepw', '~rl:{late}*', '+@all');
+my $late = start_nginx(redis => $r, workers => 2, ready => 2,
+                       config => <<'CONF');
+    rl_fleet name=C interval=1s;
+    rl_zone main redis=127.0.0.1:$RedisPort timeout=2s username=late
+                 password=latepw;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /a { rl_rule zone=main key=$http_x_key rate=100r/m name=per;
+                      empty_gif; }
+    }
+CONF
+sub stc { code_status(http_get($late->port, '/a', 'X-Key' => 'late')) }
+$r->cli('DEL', 'rl:{fleet}:main:audit');
+is(stc(), '200 PASSED', 'C lets the key in');
+($code) = call(0, 'POST', '1/rules/per/keys/late/block', { reason => 'x' });
+is($code, 201, 'blocked through A (a new stream)');
+is(stc() . ', ' . stc(), '429 REJECTED, 429 REJECTED',
+   'C rejects it, then from its deny cache');
+($code) = call(0, 'DELETE', '1/rules/per/keys/late/block');
+is($code, 204, 'unblocked through A');
+ok(wait_until(sub { $r->cli('ACL', 'LOG') =~ /\{fleet\}:main/ },
+              timeout => 5), 'C has read no entry of the audit yet');
+is(stc(), '429 REJECTED', 'so it still rejects the key');
+$r->cli('ACL', 'SETUSER', 'late', '~rl:{fleet}*');
+$t = within(sub { stc() eq '200 PASSED' }, 5);
+ok(defined $t && $t < a_second(),
+   'its first read: C lets the key in within a second, the entries since '
+   . 'it started read (' . (defined $t ? sprintf('%.2fs', $t) : 'never')
+   . ')');
+$late->stop;
+
 $_->stop for @ng;
 done_testing();

@@ -35,6 +35,7 @@
 #include "core/script.hpp"
 #include "core/state_key.hpp"
 #include "shm/key_caches.hpp"
+#include "shm/live.hpp"
 #include "redis/link.hpp"
 #include "shm/marks.hpp"
 
@@ -118,8 +119,10 @@ ngx_int_t answerState(Operation *op) {
     size_t n = op->set.n;
     size_t b = rl_binding_rule(op->outcomes, n, op->allowed);
     const rl_outcome_t &o = op->outcomes[b];
+    /* an override's N, or the N in force (a live limit's) */
     int64_t limit = o.limit > 0 ? o.limit
-                                : static_cast<int64_t>(op->set.rules[b]->limit);
+                                : static_cast<int64_t>(
+                                      live::limitOf(op->set.rules[b]));
     Json out(op->r->pool);
     keyValue(out.raw("{\"key\":"), op->set, op->value);
     if (op->route == Route::Credit) {
@@ -432,7 +435,8 @@ Args *stateArgs(Operation *op, bool eval, uint64_t units = 0) {
     for (size_t k = 0; k < n; k++) {
         bounds[k] = boundsOf(op, k, &all[3 * k]);
         values[k] = op->value;
-        specs[k] = viewOf(op->set.rules[k]->spec);
+        /* at the live limit, if any, as the next request is decided */
+        specs[k] = viewOf(*live::specOf(op->set.rules[k], false));
     }
     return statesCall(pool, zoneOf(op)->prefix,
                       {n, op->set.rules, values, bounds, specs}, eval, units);

@@ -50,9 +50,16 @@ const char *kindWord(live::Kind kind, bool set) {
 /* The write, logged at notice: who, what, and what was there. */
 void logLive(ngx_http_request_t *r, const LiveWrite *lw) {
     const ngx_http_rl_rule_t *rule = lw->name->first;
+    u_char detail[64];
+    u_char *d = detail, *end = detail + sizeof(detail);
+    if (lw->set) {
+        d = ngx_slprintf(d, end, " to %L", lw->change.limit);
+    }
+    if (lw->set && lw->change.ttl > 0) {
+        d = ngx_slprintf(d, end, " for %L s", lw->change.ttl);
+    }
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                  "rl_api: %V %s rule \"%V\" in zone \"%V\"%s%L%s%L%s "
-                  "(was: %s)",
+                  "rl_api: %V %s rule \"%V\" in zone \"%V\"%*s (was: %s)",
                   &r->connection->addr_text,
                   lw->set ? (lw->kind == live::Kind::Limit
                                  ? "set the live limit of"
@@ -60,10 +67,8 @@ void logLive(ngx_http_request_t *r, const LiveWrite *lw) {
                           : (lw->kind == live::Kind::Limit
                                  ? "removed the live limit of"
                                  : "ended the trial of"),
-                  &rule->name, &rule->zone->name, lw->set ? " to " : "",
-                  lw->set ? lw->change.limit : 0,
-                  lw->change.ttl > 0 ? " for " : "",
-                  lw->change.ttl, lw->change.ttl > 0 ? " s" : "",
+                  &rule->name, &rule->zone->name,
+                  static_cast<size_t>(d - detail), detail,
                   lw->hadOld ? "a setting" : "nothing");
 }
 
@@ -240,7 +245,8 @@ ngx_int_t liveOperation(ngx_http_request_t *r, const ngx_http_rl_name_t *name,
     lw->set = method == Method::Put;
     lw->change = change;
     const char *why = nullptr;
-    if (lw->set && !live::settingFits(name, lw->kind, change.limit, &why)) {
+    if (lw->set && !live::settingFits(name, lw->kind, change.limit,
+                                      change.ttl * 1000, &why)) {
         return sendError(r, {400, "BodyInvalid", why});
     }
     const ngx_http_rl_rule_t *rule = name->first;
