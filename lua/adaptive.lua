@@ -34,7 +34,7 @@
 local INTERVAL = 1000000
 local KEEP_MS = 600000
 local POINTS = 600
-local TOLERANCE, FORGET, OVERLOAD, RESTART = 1.1, 0.05, 10, 10
+local TOLERANCE, FORGET, OVERLOAD, RESTART = 1.1, 0.05, 10, 4
 
 local key, slots = KEYS[1], KEYS[2]
 local min, max = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -108,8 +108,9 @@ local function close(f)
         if over * 100 > count * OVERLOAD then
             next, growing, streak = math.ceil(n / 2), false, 0
         elseif latency > objective then
+            local aim = target > 0 and objective or b
             next = math.max(math.ceil(n / 2),
-                            math.floor(n * objective / latency))
+                            math.floor(n * aim / latency + 0.5))
             growing, streak = false, 0
         elseif limited > 0 then
             streak = streak + 1
@@ -117,7 +118,7 @@ local function close(f)
                 growing = true
             end
             next = growing and 2 * n
-                   or n + math.max(1, math.floor(math.sqrt(n)))
+                   or n + math.max(1, math.floor(math.sqrt(n) / 2))
         else
             streak = 0
         end

@@ -20,6 +20,7 @@ use RlTest::Api;
 use RlTest::Load;
 use JSON::PP ();
 
+my $timed = RlTest::Load::timing_critical();
 my $r  = start_redis();
 my $up = start_upstream();
 my $UP = $up->port;
@@ -86,16 +87,30 @@ sub rules_of {
         select undef, undef, undef, 0.25;
     }
     $load->finish;
+    # what the clients saw each second and N four times a second, said
+    # once if a figure missed its bound
+    my $told;
+    my $tell = sub {
+        return if $told++;
+        diag(join "\n", map {
+            sprintf '%2d s: %3d answers, p90 %s', $_->{t}, $_->{goodput},
+                $_->{p90} // '-' } $load->series);
+        diag('N: ' . join ' ', @seen);
+        diag('load average: ' . `cat /proc/loadavg`);
+    };
     my $at = sub {
         my ($from, $to, $c) = @_;
         my $s = $load->stats(from => $from, to => $to);
         my $goal = 0.8 * $c * 1000 / $S;
-        cmp_ok($s->{goodput}, '>=', $goal,
-               "C = $c, seconds $from to $to: $s->{goodput} answers a "
-               . "second (at least $goal)") or diag(explain($s));
-        cmp_ok($s->{p90}, '<=', 2 * $S / 1000,
-               "and the admitted requests' p90 $s->{p90} s within 2 S")
-            or diag(explain($s));
+        SKIP: {
+            skip "the sanitizers' workers are 3x slower", 2 unless $timed;
+            cmp_ok($s->{goodput}, '>=', $goal,
+                   "C = $c, seconds $from to $to: $s->{goodput} answers a "
+                   . "second (at least $goal)") or $tell->();
+            cmp_ok($s->{p90}, '<=', 2 * $S / 1000,
+                   "and the admitted requests' p90 $s->{p90} s within 2 S")
+                or $tell->();
+        }
     };
     $at->(8, 12, $C);           # within 10 s of the start (and after)
     $at->(17, 20, $C / 2);      # halved at 12: within 5 s
@@ -161,9 +176,12 @@ sub rules_of {
         or diag(explain($p0));
     cmp_ok($p3->{codes}{503} // 0, '>', 0, 'the refusals fell on 3');
     my $left = $C * 1000 / $S - $p0->{goodput};
-    cmp_ok($p3->{goodput}, '>=', 0.7 * $left,
-           "3 used the capacity left: $p3->{goodput} a second of $left")
-        or diag(explain($p3));
+    SKIP: {
+        skip "the sanitizers' workers are 3x slower", 1 unless $timed;
+        cmp_ok($p3->{goodput}, '>=', 0.7 * $left,
+               "3 used the capacity left: $p3->{goodput} a second of $left")
+            or diag(explain($p3));
+    }
     $_->stop for @ng;
 }
 
@@ -221,10 +239,14 @@ sub rules_of {
                                    groups => ['48:X-Priority=0']);
     $load->finish;
     my $s = $load->stats(from => 8, to => 12);
-    cmp_ok($s->{goodput}, '>=', 0.8 * $C * 1000 / $S,
-           "the embedded store learns alike: $s->{goodput} a second")
-        or diag(explain($s));
-    cmp_ok($s->{p90}, '<=', 2 * $S / 1000, "p90 $s->{p90} s within 2 S");
+    SKIP: {
+        skip "the sanitizers' workers are 3x slower", 2 unless $timed;
+        cmp_ok($s->{goodput}, '>=', 0.8 * $C * 1000 / $S,
+               "the embedded store learns alike: $s->{goodput} a second")
+            or diag(explain($s));
+        cmp_ok($s->{p90}, '<=', 2 * $S / 1000,
+               "p90 $s->{p90} s within 2 S");
+    }
     my $auto = rules_of($ng);
     cmp_ok($auto->{limit}, '>=', $C / 2, "its N: $auto->{limit}");
     cmp_ok(scalar @{ $auto->{adaptive}{history} }, '>=', 8,

@@ -126,8 +126,8 @@ TEST(Adaptive, ARestartAfterLongGrowth) {
     State s;
     run(p, s, 100, 15);    /* settled: no longer doubling */
     EXPECT_FALSE(s.growing);
-    /* capacity 100 times larger: sqrt steps for kRestart intervals, then
-     * doubling again */
+    /* capacity 100 times larger: steps of half sqrt(N) for kRestart
+     * intervals, then doubling again */
     auto seen = run(p, s, 10000, static_cast<int>(kRestart) + 8);
     EXPECT_GE(seen.back(), 8000u);
 }
@@ -222,7 +222,7 @@ TEST(Adaptive, ASlowerHealthyUpstreamIsLearnt) {
     }
     EXPECT_LE(seen[0], 5u);
     EXPECT_GE(seen.back(), 8u);
-    EXPECT_NEAR(s.baselineUs, 3.0 * kS, 0.1 * kS);
+    EXPECT_NEAR(s.baselineUs, 3.0 * kS, 0.05 * 3 * kS);  /* its bucket */
 }
 
 TEST(Adaptive, PriorityShares) {

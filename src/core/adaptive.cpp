@@ -90,8 +90,11 @@ State update(const Params& p, const State& s, const Samples& in,
         t.growing = false;
         t.streak = 0;
     } else if (latency > objective) {
+        /* back to where the latency was the baseline's (the target's):
+         * for an upstream that queues, its capacity */
+        double aim = p.targetUs > 0 ? objective : b;
         next = std::max(std::ceil(n / 2),
-                        std::floor(n * objective / latency));
+                        std::floor(n * aim / latency + 0.5));
         t.growing = false;
         t.streak = 0;
     } else if (in.limited > 0) {
@@ -100,7 +103,7 @@ State update(const Params& p, const State& s, const Samples& in,
             t.growing = true;
         }
         next = t.growing ? 2 * n
-                         : n + std::max(1.0, std::floor(std::sqrt(n)));
+                         : n + std::max(1.0, std::floor(std::sqrt(n) / 2));
     } else {
         t.streak = 0;
     }

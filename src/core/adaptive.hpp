@@ -16,16 +16,17 @@
  *   The objective O is B x kTolerance, or target.
  * - More than kOverloadShare of the samples overloaded (a 502, 503,
  *   504 or 429 from the upstream, or a timeout): N halves.
- * - L above O: N follows the gradient, N x O / L, at most halving. For
- *   an upstream of capacity C that queues what it cannot serve, L is
- *   about S x N / C once N passes C, so one step brings N back to about
- *   C x kTolerance.
+ * - L above O: N follows the gradient back to the baseline, N x B / L
+ *   (with a target, N x target / L), at most halving. For an upstream
+ *   of capacity C that queues what it cannot serve, L is about S x N / C
+ *   once N passes C, so one step brings N back to about C.
  * - Else, while the limit is reached (a request was refused, or one
  *   took the last slot) N grows: it doubles until the first step down
  *   (from min to the capacity within a few intervals, whatever C is),
- *   then by the square root of N (a queue of that many, briefly, is
- *   what an overshoot costs), and doubles again after kRestart
- *   intervals of growth in a row (a capacity far larger than N).
+ *   then by half the square root of N, at least 1 (a queue of that
+ *   many, briefly, is what an overshoot costs: a tenth of C or less
+ *   from C = 25 up), and doubles again after kRestart intervals of
+ *   growth in a row (a capacity far larger than N).
  * - An interval without samples changes nothing. N stays within [min,
  *   max].
  *
@@ -52,7 +53,7 @@ double bucketUs(size_t bucket);
 inline constexpr double kTolerance = 1.1;
 inline constexpr double kForget = 0.05;
 inline constexpr int64_t kOverloadSharePercent = 10;
-inline constexpr int64_t kRestart = 10;
+inline constexpr int64_t kRestart = 4;
 inline constexpr int64_t kShares[4] = {100, 90, 75, 50};
 inline constexpr uint64_t kDefaultMin = 4;
 inline constexpr uint64_t kDefaultMax = 1000;
