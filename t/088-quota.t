@@ -385,6 +385,41 @@ CONF
     like($text, $want, "$what: named") or diag($text);
 }
 
+# ------------------------------------------------ concurrency=auto
+# its N as the next request is decided with (min=max=3 here), its slots
+# in use, on Redis and the embedded store
+{
+    my $auto = start_nginx(redis => $r, workers => 1, ready => 1,
+                           config => <<"CONF");
+    rl_zone main redis=127.0.0.1:\$RedisPort timeout=5s;
+    rl_zone mem;
+    server {
+        listen 127.0.0.1:\$ServerPort;
+        location /ar { rl_rule zone=main key=\$http_x_key
+                               concurrency=auto min=3 max=3 name=ar;
+                       proxy_pass http://127.0.0.1:$UP/hold; }
+        location /am { rl_rule zone=mem key=\$http_x_key
+                               concurrency=auto min=3 max=3 name=am;
+                       proxy_pass http://127.0.0.1:$UP/hold; }
+        location = /aq { rl_quota ar am; }
+    }
+CONF
+    my @h = map { http_start($auto->port, "/$_?key=auto&until=auto",
+                             'X-Key' => 'auto') } qw(ar am);
+    ok(wait_until(sub { $up->stats('auto')->{now} == 2 }, timeout => 10),
+       'auto rules: a slot held in each');
+    my $res = http_get($auto->port, '/aq', 'X-Key' => 'auto');
+    my $answer = eval { $JSON->decode($res->{body}) } // {};
+    my %a = map { ($_->{name} => "$_->{limit} $_->{remaining} $_->{used}") }
+            @{ $answer->{rules} // [] };
+    is_deeply(\%a, { ar => '3 2 1', am => '3 2 1' },
+              'concurrency=auto: its N, what is left and the slot in use')
+        or diag($res->{body});
+    $up->release('auto');
+    $_->result(10) for @h;
+    $auto->stop;
+}
+
 # ----------------------------------------------- Redis stopped: 503
 $r->stop;
 ($code, $e, $res, $d) = quota('/v1/quota', 'alice');

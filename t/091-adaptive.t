@@ -185,6 +185,39 @@ sub rules_of {
     $_->stop for @ng;
 }
 
+# ------------------------------------------------------------ the fleet's view
+{
+    $r->cli('FLUSHALL');
+    my @ng = map { start_nginx(redis => $r, workers => 1, ready => 1,
+                               config => <<"CONF") } 1 .. 2;
+    rl_fleet name=i$_ interval=1s;
+    rl_zone main redis=127.0.0.1:\$RedisPort timeout=2s;
+    server {
+        listen 127.0.0.1:\$ServerPort;
+        location /w {
+            rl_rule zone=main key=backend concurrency=auto
+                    priority=\$arg_p name=auto;
+            proxy_pass http://127.0.0.1:$UP/work;
+        }
+        location /rl/ { rl_api; }
+    }
+CONF
+    http_get($_->port, '/w?ms=1&p=1') for @ng;
+    http_get($ng[0]->port, '/w?ms=1&p=2');
+    my $fleet;
+    ok(wait_until(sub {
+        ($fleet) = grep { $_->{name} eq 'auto' } @{ $JSON->decode(
+            http_get($ng[1]->port, '/rl/1/fleet/rules')->{body} || '[]') };
+        $fleet && $fleet->{instances} == 2
+            && $fleet->{priorities}[1]{passed} == 2
+            && @{ $fleet->{adaptive}{history} } >= 1;
+    }, timeout => 3 * a_second()),
+       '/1/fleet/rules: the levels summed over the instances, the '
+       . 'adaptive block') or diag(explain($fleet));
+    is($fleet->{limit}, fleet_n(), 'and "limit" the fleet\'s N');
+    $_->stop for @ng;
+}
+
 # ------------------------------------------------------------ answers
 {
     $r->cli('FLUSHALL');

@@ -92,6 +92,9 @@ struct FleetRule {
     bool hasTrial = false;
     int64_t trialLimit = 0, trialUntilMs = 0, trialPassed = 0,
             trialRejected = 0;
+    /* concurrency=auto: its levels' outcomes, summed ("auto" lines) */
+    bool adaptive = false;
+    int64_t priorities[4][2] = {};
 };
 
 /* What a read asked, and got. */
@@ -183,6 +186,17 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
             lastRule = kNone;
             if (kind == "zone" && l.n >= 3) {
                 in.up = l.fields[2] == "1";
+                continue;
+            }
+            if (kind == "auto" && l.n >= 10 && before != kNone &&
+                text(l.fields[1]) == rules[before].name) {
+                FleetRule &fr = rules[before];
+                fr.adaptive = true;
+                for (int k = 0; k < 8; k++) {
+                    fr.priorities[k / 2][k % 2] = add(
+                        fr.priorities[k / 2][k % 2], num(l.fields[2 + k]));
+                }
+                lastRule = before;     /* (a calendar line may follow) */
                 continue;
             }
             if (kind == "calendar" && l.n >= 5 && before != kNone &&
@@ -358,9 +372,13 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
     live::Setting l = n != nullptr
                           ? live::read(n, live::Kind::Limit, by, reason)
                           : live::Setting();
-    out.raw(",\"limit\":").num(l.limit >= 0 ? l.limit : d.limit);
+    /* an auto rule's N is the fleet's, as this instance heard it */
+    bool adaptive = fr.adaptive && n != nullptr &&
+                    n->first->adaptive != nullptr;
+    int64_t configured = adaptive ? adaptiveLimit(rmcf, n->first) : d.limit;
+    out.raw(",\"limit\":").num(l.limit >= 0 ? l.limit : configured);
     if (l.limit >= 0) {
-        out.raw(",\"configured\":").num(d.limit)
+        out.raw(",\"configured\":").num(configured)
             .raw(",\"live\":{\"limit\":").num(l.limit).raw(",\"until\":");
         if (l.untilMs > 0) {
             out.num((l.untilMs + 999) / 1000);
@@ -400,7 +418,11 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
         }
         out.raw(",\"count\":").num(fr.usage[b]).raw("}");
     }
-    out.raw("],\"instances\":").num(static_cast<int64_t>(fr.instances));
+    out.raw("]");
+    if (adaptive) {
+        adaptiveJson(out, rmcf, n->first, fr.priorities);
+    }
+    out.raw(",\"instances\":").num(static_cast<int64_t>(fr.instances));
     if (fr.hasTrial) {
         out.raw(",\"trial\":{\"limit\":").num(fr.trialLimit)
             .raw(",\"until\":");

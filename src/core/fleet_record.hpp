@@ -10,6 +10,9 @@
  *        CHARGE KEY PASSED REJECTED DRY_RUN DELAYED ERROR U0 .. U6
  *   calendar NAME PERIOD TZ ANCHOR  (a calendar rule's, after its rule
  *                                    line; ANCHOR as written, or empty)
+ *   auto NAME P0 R0 P1 R1 P2 R2 P3 R3  (a concurrency=auto rule's, after
+ *                                    its rule line: passed and rejected
+ *                                    by priority level)
  *   trial NAME LIMIT UNTIL_MS SINCE_MS PASSED REJECTED
  *   top NAME REJECTED KEY      (its top limited keys, most first)
  *   ttop NAME REJECTED KEY     (its trial's)

@@ -196,19 +196,27 @@ void tell(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
 void embedded(rl::Params *p, const ngx_http_rl_ctx_t *ctx, ngx_uint_t i) {
     auto *rule = &static_cast<ngx_http_rl_rule_t *>(
         ctx->lcf->rules->elts)[i];
+    embeddedAt(p, static_cast<ngx_http_rl_main_conf_t *>(
+                      ngx_http_get_module_main_conf(ctx->r,
+                                                    ngx_http_rl_module)),
+               rule, &ctx->values[i],
+               ctx->levels != nullptr ? ctx->levels[i] : 0);
+}
+
+void embeddedAt(rl::Params *p, ngx_http_rl_main_conf_t *rmcf,
+                const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+                int level) {
     Rule *a = ruleOf(rule);
-    p->delay = ctx->levels != nullptr ? ctx->levels[i] : 0;
+    p->delay = static_cast<uint64_t>(level);
     p->burst = a->params.max;
     if (live::specOf(rule, false) != &rule->spec) {
         return;     /* pinned: at the live limit */
     }
-    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(ctx->r, ngx_http_rl_module));
-    ngx_slab_pool_t *pool = poolOf(rmcf);
+    ngx_slab_pool_t *pool = rmcf != nullptr ? poolOf(rmcf) : nullptr;
     State s;
     if (pool != nullptr) {
         u_char text[kMaxKey];
-        size_t len = lookupKey(text, rule, &ctx->values[i]);
+        size_t len = lookupKey(text, rule, value);
         ngx_shmtx_lock(&pool->mutex);
         Entry *e = findOnly(pool, reinterpret_cast<char *>(text), len);
         if (e != nullptr) {

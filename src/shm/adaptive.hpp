@@ -99,6 +99,10 @@ void tell(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
  * zone, failure=local): its parameters at this instance's N (or the
  * live limit that pins it) and the request's level. */
 void embedded(rl::Params *p, const ngx_http_rl_ctx_t *ctx, ngx_uint_t i);
+/* The same for a key value and level (a read of its state: level 0) */
+void embeddedAt(rl::Params *p, ngx_http_rl_main_conf_t *rmcf,
+                const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+                int level);
 
 /* An interval's result for an entry: N, what the law read, the
  * in-flight and the points to add (after the last it has). */

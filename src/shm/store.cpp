@@ -797,6 +797,14 @@ ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
                                const int64_t *bounds,
                                rl_outcome_t *out) noexcept {
     rl::Params params = paramsOf(rule, bounds);
+    if (rule->adaptive != nullptr) {
+        /* concurrency=auto: at this instance's N */
+        rl::adaptive::embeddedAt(
+            &params, static_cast<ngx_http_rl_main_conf_t *>(
+                         ngx_http_cycle_get_module_main_conf(
+                             ngx_cycle, ngx_http_rl_module)),
+            rule, value, 0);
+    }
     NodeKey nk(rule, value);
     int64_t now = nowUs(z);
     rl::State fresh = {0, 0, 0};
