@@ -282,6 +282,12 @@
   }
 
   function whatIfCell(r, b) {
+    if (r.adaptive) {
+      /* N moves with the upstream: a fraction of today's says nothing */
+      var a = td("learnt", "n muted");
+      tip(a, "concurrency=auto: its N follows the upstream's latency");
+      return a;
+    }
     var w = whatIf(r.usage, b), now = rejectedShare(r.usage);
     var c = td("", "n" + (w !== null && w > now ? " warn" : ""));
     var at = r.limit * BOUNDS[b];
@@ -435,6 +441,10 @@
     var out = $("newshare");
     out.textContent = "";
     if (!r || !(n >= 0) || $("newlimit").value === "") { return; }
+    if (r.adaptive) {
+      out.appendChild(text("set live, it pins N there until it ends"));
+      return;
+    }
     var t = whatIfText(r.usage, r.limit ? n / r.limit : 2);
     out.appendChild(text("would have rejected "));
     out.appendChild(el("b", "", t));
