@@ -218,6 +218,37 @@ CONF
     $_->stop for @ng;
 }
 
+# ------------------------------------------------------------ a Cluster
+{
+    require RlTest::Cluster;
+    my $c = RlTest::Cluster->new(masters => 3);
+    my $seeds = $c->seeds;
+    my $ng = start_nginx(workers => 2, config => <<"CONF");
+    rl_zone main cluster=$seeds timeout=2s;
+    server {
+        listen 127.0.0.1:\$ServerPort;
+        location /w { rl_rule zone=main key=\$arg_k concurrency=auto
+                              name=auto;
+                      proxy_pass http://127.0.0.1:$UP/work; }
+        location /rl/ { rl_api; }
+    }
+CONF
+    $up->capacity($C, $S);
+    my $load = RlTest::Load->start(urls => [ 'http://127.0.0.1:' . $ng->port
+                                             . '/w?k=be' ],
+                                   clients => 16, seconds => 4,
+                                   deadline => 2, pause_ms => $S);
+    $load->finish;
+    my $m = $c->master_for_key('rl:{be}');
+    my ($key) = grep { /:a$/ } split /\n/, $c->cli_on($m, 'KEYS', 'rl:*');
+    ok($key, 'a Cluster: N kept on the master of the key value\'s slots');
+    my $n = $key ? $c->cli_on($m, 'HGET', $key, 'n') : -1;
+    ok(wait_until(sub { rules_of($ng)->{limit} == $n }, timeout => 3),
+       "and read by the instance (N $n)");
+    $ng->stop;
+    $c->stop;
+}
+
 # ------------------------------------------------------------ answers
 {
     $r->cli('FLUSHALL');
