@@ -471,6 +471,12 @@ ngx_http_rl_reset_seconds(const ngx_http_rl_ctx_t *ctx)
 }
 
 
+/* ngx_http_rl_rule_conf.c: a parameter's value with variables (key=,
+ * cost=, charge=, anchor=, priority=) compiled into *cv, made first
+ * when NULL. */
+ngx_int_t ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_complex_value_t **cv) RL_NOEXCEPT;
+
 /* adaptive.cpp: a proxied request's response header is being sent (the
  * end of its latency, for concurrency=auto's samples). */
 void ngx_http_rl_adaptive_responded(ngx_http_request_t *r,
