@@ -167,20 +167,25 @@ sub rules_of {
     my $load = RlTest::Load->start(
         urls => urls(@ng), clients => 48, seconds => 14, deadline => 2,
         pause_ms => $S, groups => ['4:X-Priority=0', '44:X-Priority=3']);
+    my @n;
+    while (!$load->done) {
+        push @n, fleet_n();
+        select undef, undef, undef, 0.25;
+    }
     $load->finish;
     my $p0 = $load->stats(from => 4, to => 14, group => 0);
     my $p3 = $load->stats(from => 4, to => 14, group => 1);
     my $ok0 = ($p0->{codes}{200} // 0) / ($p0->{requests} || 1);
     cmp_ok($ok0, '>=', 0.99,
            "priority 0: $p0->{codes}{200} of $p0->{requests} served")
-        or diag(explain($p0));
+        or diag(explain($p0), "N: @n");
     cmp_ok($p3->{codes}{503} // 0, '>', 0, 'the refusals fell on 3');
     my $left = $C * 1000 / $S - $p0->{goodput};
     SKIP: {
         skip "the sanitizers' workers are 3x slower", 1 unless $timed;
         cmp_ok($p3->{goodput}, '>=', 0.7 * $left,
                "3 used the capacity left: $p3->{goodput} a second of $left")
-            or diag(explain($p3));
+            or diag(explain($p3), "N: @n");
     }
     $_->stop for @ng;
 }

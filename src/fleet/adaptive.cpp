@@ -90,6 +90,7 @@ void local(const ngx_http_rl_rule_t *rule, const Taken &t, Result *r,
         s.limit = pinned;
         s.growing = false;
         s.streak = 0;
+        s.settle = 0;
     }
     int64_t now = realtimeUs();
     /* this instance's in-flight: its slots held (rl_inflight) */

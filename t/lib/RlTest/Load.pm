@@ -64,13 +64,18 @@ sub start {
     return $self;
 }
 
+# whether the clients ended
+sub done {
+    my ($self) = @_;
+    return waitpid($self->{pid}, POSIX::WNOHANG()) == $self->{pid}
+           ? ($self->{reaped} = 1) : $self->{reaped};
+}
+
 # waits for the clients' end (their seconds, plus a deadline and some);
 # dies if they did not write their requests
 sub finish {
     my ($self) = @_;
-    my $pid = $self->{pid};
-    wait_until(sub { waitpid($pid, POSIX::WNOHANG()) == $pid },
-               timeout => $self->{seconds} + 30)
+    wait_until(sub { $self->done }, timeout => $self->{seconds} + 30)
         or die "load.py did not end: " . $self->log_text;
     die "load.py wrote nothing: " . $self->log_text unless -e $self->{out};
     return $self;
