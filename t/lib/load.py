@@ -3,7 +3,7 @@
 
     load.py run OUT --url URL[,URL...] --clients N --seconds T
                 [--deadline SECONDS] [--pause-ms MS]
-                [--group N:HEADER=VALUE ...]
+                [--group N:HEADER=VALUE ...] [--epoch FILE]
     load.py stats OUT [--from S] [--to S] [--group NAME]
     load.py series OUT [--step S]
 
@@ -17,7 +17,9 @@ are split into groups in the order given (`--group 4:X-Priority=0
 --group 44:X-Priority=3`; the rest, if any, send no such header). Each
 request is written to OUT as a line: its start (seconds from the run's
 start), its latency (s), its status (0: given up at the deadline, -1:
-a connection error) and its group's number.
+a connection error) and its group's number. --epoch FILE: the run's
+start as the wall clock (seconds of the epoch) is written to FILE as it
+starts, for whoever lines other readings up with the requests.
 
 stats: over the requests that started in [from, to): "goodput" (200s
 within the deadline per second), "p50"/"p90"/"p99" of the 200s'
@@ -30,6 +32,7 @@ Standard library only (Debian's /usr/bin/python3 runs it)."""
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import time
@@ -115,6 +118,10 @@ async def run(args):
     plan = [g for g, (count, _) in enumerate(groups) for _ in range(count)]
     out = []
     t0 = time.monotonic()
+    if args.epoch:
+        with open(args.epoch + ".tmp", "w") as f:
+            f.write("%.6f\n" % time.time())
+        os.rename(args.epoch + ".tmp", args.epoch)
     clients = []
     for i in range(args.clients):
         g = plan[i] if i < len(plan) else len(groups)
@@ -186,6 +193,7 @@ def main():
     r.add_argument("--deadline", type=float, default=1.0)
     r.add_argument("--pause-ms", type=float, default=0)
     r.add_argument("--group", action="append")
+    r.add_argument("--epoch")
     s = sub.add_parser("stats")
     s.add_argument("out")
     s.add_argument("--from", dest="start", type=float, default=0)

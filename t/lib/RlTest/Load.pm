@@ -13,6 +13,10 @@ package RlTest::Load;
 #       # { goodput => 150.2, p50 => 0.051, p90 => 0.06, p99 => 0.1,
 #       #   codes => { 200 => 1000, 503 => 50 }, requests => 1050 }
 #   $load->series(step => 1);       # the same per second, in order
+#   $load->epoch;                   # the run's start (epoch seconds,
+#                                   # waits for it): its time 0
+#   $load->requests;                # [[start, latency, status, group],
+#                                   #  ...] as load.py wrote them
 #
 #   RlTest::Load::timing_critical();  # at a test's start, see below
 
@@ -59,6 +63,7 @@ sub start {
                '--seconds', $self->{seconds},
                '--deadline', $o{deadline} // 1,
                '--pause-ms', $o{pause_ms} // 0,
+               '--epoch', "$dir/epoch",
                map { ('--group', $_) } @{ $o{groups} // [] });
     $self->{pid} = exec_child(\@cmd, "$dir/load.log");
     return $self;
@@ -79,6 +84,22 @@ sub finish {
         or die "load.py did not end: " . $self->log_text;
     die "load.py wrote nothing: " . $self->log_text unless -e $self->{out};
     return $self;
+}
+
+sub epoch {
+    my ($self) = @_;
+    my $file = "$self->{dir}/epoch";
+    wait_until(sub { -s $file }, timeout => 30)
+        or die "load.py did not start: " . $self->log_text;
+    open my $fh, '<', $file or die "$file: $!";
+    my ($t) = <$fh> =~ /([\d.]+)/;
+    return $t;
+}
+
+sub requests {
+    my ($self) = @_;
+    open my $fh, '<', $self->{out} or die "$self->{out}: $!";
+    return [ map { [ split ' ' ] } <$fh> ];
 }
 
 sub log_text {
