@@ -10,7 +10,7 @@
 use strict;
 use warnings;
 use lib 't/lib';
-use RlTest;
+use RlTest timing_critical => 1;
 use RlTest::Load;
 
 my $r  = start_redis();

@@ -15,7 +15,7 @@
 use strict;
 use warnings;
 use lib 't/lib';
-use RlTest;
+use RlTest timing_critical => 1;
 use RlTest::Api;
 use RlTest::Load;
 use JSON::PP ();

@@ -58,6 +58,7 @@ BEGIN {
 }
 use Test::More ();
 use File::Temp ();
+use Fcntl ();
 
 use RlTest::Proc qw(now a_second wait_until free_port make_tempdir spawn);
 use RlTest::HTTP qw(http_get http_request http_start http_parallel);
@@ -102,6 +103,27 @@ sub import {
         Test::More::plan(skip_all =>
             "module not built: $mod (build it or set RL_MODULE)");
     }
+    timing_lock() if $opt{timing_critical};
+}
+
+# use RlTest timing_critical => 1: a file that measures throughput or
+# latency (t/087, t/089) runs alone among such files, whatever runs it:
+# an exclusive flock on RL_TIMING_LOCK (default /tmp/rl-test-timing.lock),
+# held until the file's process exits. prove -j, the legs .ci/run runs
+# side by side and other developers' runs on the host all take the same
+# lock; what waited, and how long, is said.
+our $TIMING_LOCK;
+sub timing_lock {
+    my $path = $ENV{RL_TIMING_LOCK} || '/tmp/rl-test-timing.lock';
+    my $old = umask 0;
+    open $TIMING_LOCK, '>>', $path or die "$path: $!\n";
+    umask $old;
+    my $t0 = now();
+    flock $TIMING_LOCK, Fcntl::LOCK_EX() or die "flock $path: $!\n";
+    my $waited = now() - $t0;
+    Test::More::diag(sprintf 'waited %.1f s for %s (a timing-critical '
+                     . 'file ran elsewhere)', $waited, $path)
+        if $waited >= 1;
 }
 
 sub module_path { RlTest::Nginx::module_path() }
