@@ -171,7 +171,7 @@ unit: unit-build
 
 integration: test-deps module $(SERVER_BIN)
 	@$(san_reset)
-	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove -r $(T); \
+	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove --timer -r $(T); \
 	    rc=$$?; $(san_check) || rc=1; exit $$rc
 
 test: unit integration
