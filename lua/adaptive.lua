@@ -7,8 +7,10 @@
 -- KEYS[1]  the rule and key value's state: its state key .. ':a', a
 --          hash beside its slots (one hash tag), fields:
 --            n    N          b   the baseline, us    g  growing (0/1)
---            s    the streak of growth               at the interval's
---            start, us       ch  when N last changed, ms of the epoch
+--            s    the streak of growth    w  intervals left without
+--            growth after a step down
+--            at   the interval's start, us
+--            ch   when N last changed, ms of the epoch
 --            p50, p90  the last interval's latency, us
 --            inf  the fleet's in-flight at its end
 --            c o l    the interval's samples, overloaded, limited
@@ -34,7 +36,8 @@
 local INTERVAL = 1000000
 local KEEP_MS = 600000
 local POINTS = 600
-local TOLERANCE, FORGET, OVERLOAD, RESTART = 1.1, 0.05, 10, 10
+local TOLERANCE, FORGET, OVERLOAD, RESTART, SETTLE = 1.25, 0.05, 10, 2, 3
+local QUEUED = 1 + (TOLERANCE - 1) / 2
 
 local key, slots = KEYS[1], KEYS[2]
 local min, max = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -83,6 +86,7 @@ local function close(f)
     local b = tonumber(f.b) or 0
     local growing = f.g ~= '0'
     local streak = tonumber(f.s) or 0
+    local settle = tonumber(f.w) or 0
     local count = tonumber(f.c) or 0
     local over, limited = tonumber(f.o) or 0, tonumber(f.l) or 0
     local buckets, total, gone = {}, 0, {}
@@ -101,34 +105,37 @@ local function close(f)
         p50, p90 = quantile(buckets, total, 0.5), quantile(buckets, total,
                                                           0.9)
         if b <= 0 then
-            b = p50
+            b = p90
         end
-        local latency = target > 0 and p90 or p50
         local objective = target > 0 and target or b * TOLERANCE
-        if over * 100 > count * OVERLOAD then
-            next, growing, streak = math.ceil(n / 2), false, 0
-        elseif latency > objective then
-            next = math.max(math.ceil(n / 2),
-                            math.floor(n * objective / latency))
-            growing, streak = false, 0
+        local overload = over * 100 > count * OVERLOAD
+        if overload or p90 > objective then
+            local step = math.max(1, math.floor(n * (1 - objective / p90)
+                                                / 2 + 0.5))
+            next = overload and math.ceil(n / 2)
+                   or math.max(math.ceil(n / 2), n - step)
+            growing, streak, settle = false, 0, SETTLE
+        elseif settle > 0 then
+            settle, streak = settle - 1, 0
         elseif limited > 0 then
-            streak = streak + 1
-            if streak >= RESTART then
-                growing = true
+            if p90 > b * QUEUED then
+                growing, streak = false, 0
             end
+            streak = streak + 1
             next = growing and 2 * n
-                   or n + math.max(1, math.floor(math.sqrt(n)))
+                   or n + math.max(1, math.floor(math.sqrt(n) / 2))
+                          * 2 ^ math.floor((streak - 1) / RESTART)
         else
             streak = 0
         end
-        if p50 < b then
-            b = p50
-        else
-            b = b + (p50 - b) * FORGET
+        if p90 < b then
+            b = p90
+        elseif limited == 0 or n <= min then
+            b = b + (p90 - b) * FORGET
         end
     end
     if pinned > 0 then
-        next, growing, streak = pinned, false, 0
+        next, growing, streak, settle = pinned, false, 0, 0
     end
     next = pinned > 0 and next or clamp(next)
     local inflight = redis.call('ZCOUNT', slots, '(' .. fmt(now), '+inf')
@@ -146,6 +153,7 @@ local function close(f)
     end
     redis.call('HSET', key, 'n', fmt(next), 'b', fmt(b),
                'g', growing and '1' or '0', 's', fmt(streak),
+               'w', fmt(settle),
                'at', fmt(now), 'ch', fmt(changed), 'p50', fmt(p50),
                'p90', fmt(p90), 'inf', fmt(inflight), 'h', h)
     return { n = next, b = b, p50 = p50, p90 = p90, inf = inflight,

@@ -12,11 +12,13 @@
 -- 0: no end; Redis' clock); a reason holds no control character.
 --
 -- ARGV[1] what to do, then its arguments:
---   sync LAST
+--   sync LAST AGE_MS
 --       -> { now_ms, live, trial, entries, last }: the settings not ended
 --          (flat name, value lists; those ended are deleted), the audit's
---          entries after LAST (XRANGE, 1000 at most; LAST "": none, only
---          the newest id), and the newest id read
+--          entries after LAST (XRANGE, 1000 at most; LAST "": the reader
+--          has read none yet, those of the last AGE_MS on Redis' clock:
+--          since it started, so none it has not read is skipped), and
+--          the newest id read ("" while there was none)
 --   set FIELD NAME N TTL_MS BY REASON AUDIT...
 --   clear FIELD NAME AUDIT...
 --       FIELD "live" or "trial": sets (TTL_MS 0: no end) or deletes
@@ -27,14 +29,20 @@
 --   publish ID IDENTITY RECORD TTL_MS KEEP_MS
 --       -> now_ms: the record (expiring after TTL_MS), the instance seen
 --          now, its identity; instances not seen for KEEP_MS forgotten
+--          (PURGE_MAX a publication, the rest at the next)
 --   fleet -> { now_ms, ids, seen_ms, identities, records (false: gone) }
 --   read N                        -> the audit's last N entries, newest
 --                                    first
+-- A list of ids goes to a command BATCH at a time: unpack() takes about
+-- 8,000 values, a fleet may have more ids (a purge of 9,000 failed every
+-- publication, and the fleet's read answered an error).
 
 local op = ARGV[1]
 local base = string.sub(KEYS[4], 1, #KEYS[4] - 4)    -- (less "seen")
 local KEEP_AUDIT = 10000
 local IDLE_MS = 30 * 86400000
+local BATCH = 1000
+local PURGE_MAX = 10000
 
 local function now_ms()
     local t = redis.call('TIME')
@@ -80,16 +88,14 @@ end
 if op == 'sync' then
     local now = now_ms()
     local last = ARGV[2]
-    local entries = {}
+    local from = '(' .. last
     if last == '' then
-        local newest = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
-        last = newest[1] and newest[1][1] or '0-0'
-    else
-        entries = redis.call('XRANGE', KEYS[3], '(' .. last, '+',
-                             'COUNT', 1000)
-        if #entries > 0 then
-            last = entries[#entries][1]
-        end
+        local age = tonumber(ARGV[3]) or 0
+        from = string.format('%.0f', math.max(now - math.max(age, 0), 0))
+    end
+    local entries = redis.call('XRANGE', KEYS[3], from, '+', 'COUNT', 1000)
+    if #entries > 0 then
+        last = entries[#entries][1]
     end
     return { now, settings(KEYS[1], now), settings(KEYS[2], now), entries,
              last }
@@ -126,10 +132,12 @@ if op == 'publish' then
     redis.call('SET', base .. 'i:' .. id, ARGV[4], 'PX', ARGV[5])
     redis.call('ZADD', KEYS[4], now, id)
     redis.call('HSET', base .. 'who', id, ARGV[3])
-    local old = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - keep)
-    if #old > 0 then
-        redis.call('ZREM', KEYS[4], unpack(old))
-        redis.call('HDEL', base .. 'who', unpack(old))
+    local old = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - keep,
+                           'LIMIT', 0, PURGE_MAX)
+    for i = 1, #old, BATCH do
+        local j = math.min(i + BATCH - 1, #old)
+        redis.call('ZREM', KEYS[4], unpack(old, i, j))
+        redis.call('HDEL', base .. 'who', unpack(old, i, j))
     end
     redis.call('PEXPIRE', KEYS[4], keep)
     redis.call('PEXPIRE', base .. 'who', keep)
@@ -144,10 +152,17 @@ if op == 'fleet' then
         ids[#ids + 1] = seen[i]
         at[#at + 1] = seen[i + 1]
     end
-    if #ids > 0 then
-        who = redis.call('HMGET', base .. 'who', unpack(ids))
-        for i = 1, #ids do
-            records[i] = redis.call('GET', base .. 'i:' .. ids[i])
+    for i = 1, #ids, BATCH do
+        local j = math.min(i + BATCH - 1, #ids)
+        local names = {}
+        for k = i, j do
+            names[#names + 1] = base .. 'i:' .. ids[k]
+        end
+        local w = redis.call('HMGET', base .. 'who', unpack(ids, i, j))
+        local r = redis.call('MGET', unpack(names))
+        for k = 1, #names do
+            who[i + k - 1] = w[k]
+            records[i + k - 1] = r[k]
         end
     end
     return { now, ids, at, who, records }

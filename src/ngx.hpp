@@ -11,6 +11,11 @@ extern "C" {
 #include <hiredis/async.h>
 
 #include "ngx_http_rl.h"
+
+/* nginx's auth_basic, whose location conf tells whether it checked a
+ * request's user (api/live.cpp); weak: NULL in an nginx built without
+ * it */
+extern ngx_module_t ngx_http_auth_basic_module __attribute__((weak));
 }
 
 #include <string_view>

@@ -240,6 +240,20 @@ typedef struct ngx_http_rl_name_s {
 } ngx_http_rl_name_t;
 
 
+/* rl_quota NAME...: a caller's own quota (SPEC section 14,
+ * api/quota.cpp) */
+typedef struct {
+    ngx_str_t                  *names;      /* as written */
+    ngx_uint_t                  nnames;
+    ngx_http_rl_name_t        **found;      /* each name's entry in each
+                                               zone, in that order (once
+                                               the rules are read) */
+    ngx_uint_t                  nfound;
+    u_char                     *file;       /* where it was written */
+    ngx_uint_t                  line;
+} ngx_http_rl_quota_t;
+
+
 typedef struct {
     ngx_array_t                 zones;      /* ngx_http_rl_zone_t * */
     ngx_array_t                 rules;      /* ngx_http_rl_rule_t *, all */
@@ -256,6 +270,8 @@ typedef struct {
     void                       *adaptive_worker; /* worker 0's
                                                (fleet/adaptive.cpp) */
     ngx_uint_t                  api;        /* a location has rl_api */
+    ngx_array_t                 quotas;     /* ngx_http_rl_quota_t *, each
+                                               rl_quota */
     void                       *lease_worker; /* per worker (lease.cpp) */
     void                       *inflight_worker; /* (inflight.cpp) */
     void                       *charge_worker;   /* (charges.cpp) */
@@ -282,6 +298,8 @@ typedef struct {
     ngx_flag_t                  dry_run;
     ngx_uint_t                  log_level;
     ngx_uint_t                  api;        /* NGX_HTTP_RL_API_* */
+    ngx_http_rl_quota_t        *quota;      /* rl_quota, or NULL (not
+                                               inherited) */
 } ngx_http_rl_loc_conf_t;
 
 
@@ -347,6 +365,9 @@ struct ngx_http_rl_group_s {
     unsigned                    local:1;    /* decided by failure=local */
     unsigned                    leased:1;   /* spent from a lease */
     unsigned                    redirects:2; /* MOVED or ASK followed */
+    unsigned                    lost:1;     /* its decision's reply was
+                                               lost with its connection:
+                                               the script may have run */
 };
 
 
@@ -450,6 +471,12 @@ ngx_http_rl_reset_seconds(const ngx_http_rl_ctx_t *ctx)
 }
 
 
+/* ngx_http_rl_rule_conf.c: a parameter's value with variables (key=,
+ * cost=, charge=, anchor=, priority=) compiled into *cv, made first
+ * when NULL. */
+ngx_int_t ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_complex_value_t **cv) RL_NOEXCEPT;
+
 /* adaptive.cpp: a proxied request's response header is being sent (the
  * end of its latency, for concurrency=auto's samples). */
 void ngx_http_rl_adaptive_responded(ngx_http_request_t *r,
@@ -524,6 +551,7 @@ ngx_int_t ngx_http_rl_duplicate(ngx_conf_t *cf, ngx_str_t *value,
 char *ngx_http_rl_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_enum(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_rl_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_rl_quota(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 
 /* ngx_http_rl_headers.c */
 void ngx_http_rl_header_filter_init(void);
@@ -531,6 +559,15 @@ void ngx_http_rl_header_filter_init(void);
  * copied) */
 ngx_int_t ngx_http_rl_add_header(ngx_http_request_t *r, const char *name,
     size_t len, ngx_str_t *value);
+/* the draft's items of a rule (also rl_quota's): "NAME";q=Q;w=W of
+ * RateLimit-Policy (a concurrency= rule's: its quota unit, no w),
+ * "NAME";r=R;t=T of RateLimit; the most bytes either takes, with the
+ * ", " before it */
+size_t ngx_http_rl_policy_len(const ngx_http_rl_rule_t *rule);
+u_char *ngx_http_rl_policy_item(u_char *p, const ngx_http_rl_rule_t *rule,
+    uint64_t q, uint64_t w);
+u_char *ngx_http_rl_limit_item(u_char *p, const ngx_http_rl_rule_t *rule,
+    int64_t r, int64_t t);
 
 /* redis/stores.cpp: per worker, a store per Redis zone (one connection
  * per server, or a cluster's: redis/cluster.cpp), and the link
@@ -623,6 +660,13 @@ void ngx_http_rl_top_admit(const ngx_http_rl_rule_t *rule,
 /* api.cpp: the operator API and dashboard (rl_api) */
 ngx_int_t ngx_http_rl_api_handler(ngx_http_request_t *r) RL_NOEXCEPT;
 
+/* quota.cpp: a caller's own quota (rl_quota, SPEC section 14): each
+ * rl_quota's names found among the rules' once they are read (nginx -t
+ * names one no rule has), and the content handler */
+ngx_int_t ngx_http_rl_quota_conf(ngx_conf_t *cf,
+    ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+ngx_int_t ngx_http_rl_quota_handler(ngx_http_request_t *r) RL_NOEXCEPT;
+
 /* deny_cache.cpp: rejections known until they expire, all workers */
 ngx_int_t ngx_http_rl_deny_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     RL_NOEXCEPT;
@@ -668,8 +712,13 @@ void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
  * renewed at once, put back where Redis lost them (a restart, a
  * failover) */
 void ngx_http_rl_link_connected(ngx_http_rl_link_t *link) RL_NOEXCEPT;
+/* the worker's requests hold slots, or its own calls are out (releases,
+ * renewals, charges, a lease's calls): while nginx stops it gracefully
+ * (a reload), its links keep connecting */
+ngx_uint_t ngx_http_rl_worker_busy(void) RL_NOEXCEPT;
 ngx_int_t ngx_http_rl_charges_init(ngx_cycle_t *cycle,
     ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
+void ngx_http_rl_charges_exit(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) RL_NOEXCEPT;
 /* whether a rule has concurrency= (1), charge= (2), both (3), neither */
 ngx_uint_t ngx_http_rl_after_rules(ngx_http_rl_main_conf_t *rmcf)
@@ -713,6 +762,9 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
 #define NGX_HTTP_RL_RETRY_MOVED     2   /* the slot moved: the map knows */
 #define NGX_HTTP_RL_RETRY_ASK       3   /* the slot moves: to group->ask */
 #define NGX_HTTP_RL_REFUND_FAILED   4   /* done: no reply, or an error */
+/* (a call of the worker's own only: src/redis/owned_call.hpp) */
+#define NGX_HTTP_RL_RETRY_LATER     5   /* it did not run (TRYAGAIN: its
+                                           slot migrates): after a while */
 void ngx_http_rl_refund_done(ngx_http_rl_group_t *group, int retry)
     RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;

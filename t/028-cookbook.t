@@ -13,7 +13,6 @@ use CPAN::Meta::YAML;
 use IO::Socket::IP;
 use IO::Select;
 use JSON::PP ();
-use POSIX ();
 use RlTest::Api;
 
 # ------------------------------------------------------------ the docs
@@ -381,23 +380,6 @@ sub first_reject { my $i = 0; for (@_) { return $i if $_->{code} == 429; $i++ } 
 
 # ------------------------------------------------------------ billing days
 
-# The next DAY-th of a month, 00:00 in Europe/Berlin, after now (epoch).
-sub berlin_next {
-    my ($day) = @_;
-    my $e;
-    {
-        local $ENV{TZ} = 'Europe/Berlin';
-        POSIX::tzset();
-        my @t = localtime(time);
-        my ($mon, $year) = ($t[4], $t[5]);
-        $mon++ if $t[3] >= $day;
-        ($mon, $year) = (0, $year + 1) if $mon > 11;
-        $e = POSIX::mktime(0, 0, 0, $day, $mon, $year, 0, 0, -1);
-    }
-    POSIX::tzset();
-    return $e;
-}
-
 SKIP: {
     my $what = 'monthly quotas on billing days';
     skip "$what: no /usr/share/zoneinfo (tzdata)", 1
@@ -419,7 +401,7 @@ SKIP: {
             http_get($p, '/api/x', 'X-Api-Key' => $key) if $key ne 'key-acme';
             my ($code, $d) = $api->get("1/rules/monthly/keys/$key?anchor=$day");
             is($d->{remaining}, 9999, "$what: $key used 1 this month");
-            my $want = berlin_next($day) - time;
+            my $want = next_month_day('Europe/Berlin', $day) - time;
             ok(abs(($d->{reset} // 0) - $want) <= 2,
                "$what: ${key}'s month ends on the $day, 00:00 in Berlin "
                . "($d->{reset} s, about $want)");
@@ -431,6 +413,54 @@ SKIP: {
         $res = http_get($p, '/api/x', 'X-Api-Key' => 'key-acme');
         is($res->{headers}{'x-ratelimit-remaining'}, 508,
            "$what: the next request counts with it");
+        $ng->stop(name => "$what: nginx");
+    }
+}
+
+# ------------------------------------------------------------ their quota
+
+{
+    my $what = 'customers see their quota';
+    $r->cli('FLUSHALL');
+    my ($ng, $port) = run_recipe(recipe(qr/see their quota/i, $what),
+                                 $what);
+    if ($ng) {
+        my $p = $port->{8080};
+        my $ask = sub {
+            my $res = http_get($p, '/v1/quota', @_);
+            my $d = eval { JSON::PP->new->decode($res->{body}) } // {};
+            my %e = map { ($_->{name} => $_) } @{ $d->{rules} // [] };
+            return ($res, \%e);
+        };
+        my @key = ('X-Api-Key' => 'key-acme');
+        http_get($p, '/api/x', @key) for 1 .. 3;
+        my ($res, $e) = $ask->(@key);
+        is($res->{code}, 200, "$what: the quota answers");
+        is_deeply([ @{ $e->{monthly} }{qw(limit remaining used period tz)} ],
+                  [ 10000, 9997, 3, 'month', 'UTC' ],
+                  "$what: three requests of the month used");
+        ok($e->{monthly}{reset} > 0 && $e->{monthly}{reset} <= 31 * 86400,
+           "$what: until the month ends ($e->{monthly}{reset} s)");
+        is($e->{per_second}{window}, 1, "$what: and the second's rule");
+        like($res->{headers}{'ratelimit-policy'} // '',
+             qr/^"monthly";q=10000;w=\d+, "per_second";q=10;w=1, "quota_asks";q=10;w=60$/,
+             "$what: with RateLimit-Policy (the asks' own rule after)");
+        like($res->{headers}{'ratelimit'} // '',
+             qr/^"per_second";r=\d+;t=\d+, "quota_asks";r=9;t=\d+$/,
+             "$what: and RateLimit");
+        my @asks = map { [ $ask->(@key) ] } 1 .. 9;
+        is(join(' ', map { $_->[0]{code} } @asks), join(' ', (200) x 9),
+           "$what: ten asks a minute");
+        is(join(' ', map { $_->[1]{monthly}{remaining} } @asks),
+           join(' ', (9997) x 9), "$what: none spent the month");
+        is(($ask->(@key))[0]{code}, 429, "$what: the eleventh is refused");
+        is(http_get($p, '/api/x', @key)->{code}, 200,
+           "$what: the API still serves the key");
+        my ($other, $oe) = $ask->('X-Api-Key' => 'key-initech');
+        is($oe->{monthly}{remaining}, 10000,
+           "$what: another key sees its own");
+        my ($nokey) = $ask->();
+        is($nokey->{body}, qq({"rules":[]}\n), "$what: no key, no rules");
         $ng->stop(name => "$what: nginx");
     }
 }

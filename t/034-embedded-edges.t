@@ -3,8 +3,9 @@
 # 1. sliding_log keeps a ring of N times per key, N the rule's limit when
 #    the key was first seen; N is not part of the state's identity, so a
 #    reload that changes it finds the old ring. The ring is made again
-#    for the new N, keeping the newest times (before, a larger N wrote
-#    past the ring: workers crashed).
+#    for a larger N, keeping its times (before, a larger N wrote past
+#    the ring: workers crashed); a lower N keeps the ring while it holds
+#    more times than that N (t/092-lower-limit.t).
 # 2. A zone full of small states that still limit keys does not make
 #    room for a large node (a sliding_log of whole pages) by forgetting
 #    them: freeing small blocks seldom frees a page, and before it went
@@ -51,7 +52,7 @@ is("$t->{code} $t->{headers}{'x-ratelimit-remaining'}", '200 3398',
    'and 300 more, other keys beside');
 ok($ng->reload(config => conf(2)), 'reload: 2r/h again');
 $t = http_get($port, '/api?k=a&c=1');
-is($t->{code}, 429, '2r/h: the newest two times kept, the key is full');
+is($t->{code}, 429, '2r/h: the times kept, the key is full');
 $t = http_get($port, '/api?k=new&c=1');
 is($t->{code}, 200, 'a new key is counted');
 unlike($ng->error_log_text, qr/exited on signal|was locked by/,

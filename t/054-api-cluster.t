@@ -1,6 +1,8 @@
 # The operator API (SPEC section 8) on a Redis Cluster: each key value's
 # state, block, override and reset go to the master of its slot (the
-# state keys' hash tag), and follow the slot when it moves.
+# state keys' hash tag), and follow the slot when it moves; a caller's
+# quota (rl_quota, SPEC section 14) reads each of its rules on the
+# master of that rule's key value.
 
 use lib 't/lib';
 use RlTest;
@@ -23,6 +25,12 @@ my $ng = start_nginx(workers => 2, start => 0, vars => { Seed => $c->seed },
                     name=t;
             empty_gif;
         }
+        location /o {
+            rl_rule zone=c key=$http_x_other rate=5r/h
+                    algorithm=fixed_window name=o;
+            empty_gif;
+        }
+        location = /quota { rl_quota t o; }
         location /rl/ { rl_api write=on; }
     }
 CONF
@@ -67,6 +75,15 @@ for my $i (0 .. $#M) {
     is(as($v)->{headers}{'x-ratelimit-remaining'}, 2,
        "$v: a whole window again");
 }
+
+# a caller whose two rules' keys are on two masters: each read there
+http_get($port, '/o', 'X-Other' => $v[1]) for 1 .. 2;
+my $q = http_get($port, '/quota', 'X-Key' => $v[0], 'X-Other' => $v[1],
+                 -timeout => 10);
+is($q->{code}, 200, 'a quota of rules on two masters');
+my %left = $q->{body} =~ /"name":"(\w+)","zone":"c","limit":\d+,"remaining":(\d+)/g;
+is_deeply(\%left, { t => 2, o => 3 }, 'each read on its own master')
+    or diag($q->{body});
 
 my ($code, $data) = $api->get('1/rules/t/top');
 is_deeply([ sort map { $_->{key} } @{ $data->{keys} } ], [ sort @v ],

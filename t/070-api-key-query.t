@@ -4,7 +4,8 @@
 # resolve away, encoded or not), a value with '/' or a NUL byte, and one
 # longer than 4,096 bytes (limited by the rule, digested as the rule
 # digests it) are read, blocked, unblocked, overridden and reset, on
-# Redis and on the embedded store.
+# Redis and on the embedded store. A parameter given twice
+# (?value=a&value=b) is refused, not read as the last one.
 
 use lib 't/lib';
 use RlTest;
@@ -109,5 +110,19 @@ is_deeply([$code, $data->{error}{code}], [400, 'KeyInvalid'],
 ($code, $data) = $api->get('1/rules/r/key/nothing?value=x');
 is_deeply([$code, $data->{error}{code}], [404, 'PathNotFound'],
           'an unknown action: 404');
+
+# a parameter given twice is refused, nothing written (before, the
+# block went to b, the last one, and a's never came)
+($code, $data) = $api->call('POST', '1/rules/r/key/block?value=a&value=b',
+                            { ttl => 60, reason => 'twice' });
+is_deeply([$code, $data->{error}{code}], [400, 'ArgumentInvalid'],
+          'value=a&value=b: 400');
+like($data->{error}{text}, qr/value= is given twice/, 'saying so');
+is(as('/r', $_), '200 PASSED', "$_ was not blocked") for qw(a b);
+($code, $data) = $api->get('1/rules/r/key?value=a&zone=main&zone=mem');
+is_deeply([$code, $data->{error}{code}], [400, 'ArgumentInvalid'],
+          'zone= twice: 400');
+($code) = $api->get('1/rules/r/key?_=1&value=a&_=2');
+is($code, 200, 'a parameter the API does not read, twice: no concern');
 $ng->stop;
 done_testing();

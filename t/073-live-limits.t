@@ -33,6 +33,11 @@ my @ng = map { start_nginx(redis => $r, workers => 2, config => <<"CONF") }
                                 name=slots; empty_gif; }
         location /m { rl_rule zone=mem key=\$http_x_key rate=10r/m
                               name=mper; empty_gif; }
+        location /q { rl_rule zone=main key=\$http_x_key rate=3r/h
+                              algorithm=fixed_window name=quota; empty_gif; }
+        location /mq { rl_rule zone=mem key=\$http_x_key rate=3r/h
+                               algorithm=fixed_window name=mquota;
+                       empty_gif; }
         location /rl/ { rl_api write=on; }
         location /ro/ { rl_api; }
     }
@@ -113,6 +118,14 @@ ok(within(sub { as(2, '/a', 'x' . time)->{headers}{'x-ratelimit-limit'}
                 eq '2' }, 3), 'applied on C');
 ($code) = $api[1]->call('DELETE', '1/rules/per/limit');
 is($code, 204, 'removed through B');
+# each logged at notice as it was written (before, a ttl of 0 was
+# printed anyway: "to 20", "in zone \"main\"00")
+ok(index($ng[0]->error_log_text, 'rl_api: 127.0.0.1 set the live limit of '
+         . 'rule "per" in zone "main" to 2 (was: nothing)') >= 0,
+   'the write logged');
+ok(index($ng[1]->error_log_text, 'rl_api: 127.0.0.1 removed the live limit '
+         . 'of rule "per" in zone "main" (was: a setting)') >= 0,
+   'the removal logged');
 $set = time;
 ok(defined within(sub { as(2, '/a', 'y' . time)
                         ->{headers}{'x-ratelimit-limit'} eq '10' }, 3)
@@ -138,6 +151,32 @@ ok(within(sub { as(2, '/tb', 'p' . time)->{headers}{'x-ratelimit-limit'}
 is(codes(2, '/tb', 'burst', 3), '200 PASSED 200 PASSED 429 REJECTED',
    'its capacity follows N');
 $api[0]->call('DELETE', '1/rules/bucket/limit');
+
+# A key's read and a credit's answer say the live limit, as the next
+# request's headers do (before, a Redis zone's read the key at the
+# configured N: "limit 3, remaining 2" while the next request got a 429
+# of limit 1; the embedded store's were right)
+for my $z (['quota', '/q', 'Redis'], ['mquota', '/mq', 'embedded']) {
+    my ($rule, $path, $what) = @$z;
+    ($code) = $api[0]->call('PUT', "1/rules/$rule/limit", { limit => 1 });
+    is($code, 200, "$what: a live limit of 1");
+    $res = as(0, $path, 'kr');
+    is(code_status($res) . ' ' . $res->{headers}{'x-ratelimit-limit'},
+       '200 PASSED 1', "$what: a request of the key, limit 1");
+    ($code, $data) = $api[0]->get("1/rules/$rule/keys/kr");
+    is_deeply([ $code, @$data{qw(limit remaining)} ], [200, 1, 0],
+              "$what: the key's read says limit 1, remaining 0");
+    $res = as(0, $path, 'kr');
+    is(code_status($res) . ' ' . $res->{headers}{'x-ratelimit-limit'},
+       '429 REJECTED 1', "$what: as the next request finds it");
+    ($code, $data) = $api[0]->call('POST', "1/rules/$rule/keys/kr/credit",
+                                   { units => 1 });
+    is_deeply([ $code, @$data{qw(limit remaining)} ], [200, 1, 1],
+              "$what: a credit's answer says limit 1, remaining 1");
+    is(code_status(as(0, $path, 'kr')), '200 PASSED',
+       "$what: and the next request passes");
+    $api[0]->call('DELETE', "1/rules/$rule/limit");
+}
 
 # ------------------------------------------------------------ Redis fails
 ($code) = $api[0]->call('PUT', '1/rules/per/limit', { limit => 4, ttl => 600 });
@@ -200,8 +239,9 @@ is($r->cli('HLEN', 'rl:{fleet}:main:live'), 0, 'nothing written');
 $r->cli('HSET', 'rl:{fleet}:main:live', 'slots', "0\t0\t1000\t10.0.0.9\thand");
 $r->cli('HSET', 'rl:{fleet}:main:trial', 'slots', "3\t0\t1000\t10.0.0.9\thand");
 sub refusals {
-    my ($i, $what) = @_;
-    return scalar grep { /rl_fleet: \Q$what\E of \d+ for rule "slots" .* not applied/ }
+    my ($i, $what, $rule) = @_;
+    $rule //= 'slots';
+    return scalar grep { /rl_fleet: \Q$what\E of \d+ for rule "$rule" .* not applied/ }
                   split /\n/, $ng[$i]->error_log_text;
 }
 ok(wait_until(sub { refusals(1, 'live limit') && refusals(1, 'trial') },
@@ -219,5 +259,73 @@ is(refusals(1, 'live limit') + refusals(1, 'trial'), 2,
    '... once each, not at each read');
 $r->cli('DEL', 'rl:{fleet}:main:live', 'rl:{fleet}:main:trial');
 
+# Nor what the API refuses for its bounds (a ttl within a day for a
+# trial, N within 1e9): a trial with no end, one of two days, a live
+# limit of 999999999999999. Before, all three applied: the trial ran
+# for ever, the limit was the rule's N.
+my ($sec) = split /\n/, $r->cli('TIME');
+my $ms = $sec * 1000;
+$r->cli('HSET', 'rl:{fleet}:main:live', 'per',
+        "999999999999999\t0\t$ms\t10.0.0.9\thand");
+$r->cli('HSET', 'rl:{fleet}:main:trial', 'per',
+        "3\t0\t$ms\t10.0.0.9\thand");
+$r->cli('HSET', 'rl:{fleet}:main:trial', 'bucket',
+        "3\t" . ($ms + 2 * 86400000) . "\t$ms\t10.0.0.9\thand");
+my %why = ('live limit per' => qr/from 0 to 1e9/,
+           'trial per' => qr/within a day/,
+           'trial bucket' => qr/within a day/);
+for my $case (sort keys %why) {
+    my ($what, $rule) = $case =~ /^(.*) (\w+)$/;
+    ok(wait_until(sub { refusals(1, $what, $rule) }, timeout => 5,
+                  interval => 0.1), "$case read from Redis: warned of");
+    like((grep { /\Q$what\E of \d+ for rule "$rule"/ }
+          split /\n/, $ng[1]->error_log_text)[0] // '', $why{$case},
+         '... saying why');
+}
+($code, $data) = $api[1]->get('1/rules/per');
+is_deeply([ $data->{limit}, $data->{live}, $data->{trial} ],
+          [10, undef, undef], '... and not applied: nginx.conf\'s 10');
+is(($api[1]->get('1/rules/bucket'))[1]{trial}, undef,
+   '... no trial of two days either');
+sleep 2;
+is(refusals(1, 'live limit', 'per') + refusals(1, 'trial', 'per')
+   + refusals(1, 'trial', 'bucket'), 3, '... once each');
+$r->cli('DEL', 'rl:{fleet}:main:live', 'rl:{fleet}:main:trial');
+
 $_->stop for @ng;
+
+# An embedded zone's live limit kept across a reload is checked against
+# the rule as it is then, as a Redis zone's each second: 1e9 on a
+# fixed_window, the rule made a sliding_log, HUP. Before, the limit
+# stayed: a log of 8 GB, every state "no room", every request the
+# failure policy.
+my $conf = <<'CONF';
+    rl_zone solo;
+    server {
+        listen 127.0.0.1:$ServerPort;
+        add_header X-RL-Status $rl_status always;
+        location /s { rl_rule zone=solo key=$http_x_key rate=3r/m
+                              algorithm=ALG name=big; empty_gif; }
+        location /rl/ { rl_api write=on; }
+    }
+CONF
+(my $fixed = $conf) =~ s/ALG/fixed_window/;
+(my $log = $conf) =~ s/ALG/sliding_log/;
+my $solo = start_nginx(workers => 2, config => $fixed);
+my $sapi = RlTest::Api->new($solo->port, '/rl/');
+($code) = $sapi->call('PUT', '1/rules/big/limit', { limit => 1000000000 });
+is($code, 200, 'an embedded zone: a live limit of 1e9 on a fixed_window');
+ok($solo->reload(config => $log), 'the rule made a sliding_log: reload');
+is(join(' ', map { code_status(http_get($solo->port, '/s', 'X-Key' => 's')) }
+             1 .. 4), '200 PASSED 200 PASSED 200 PASSED 429 REJECTED',
+   'the live limit is not applied: nginx.conf\'s 3');
+($code, $data) = $sapi->get('1/rules/big');
+is_deeply([ $data->{limit}, $data->{live} ], [3, undef],
+          'the API says so');
+my $kept = qr/\[warn\].*live limit of 1000000000 for rule "big" in zone "solo"/
+    . qr/ \(kept across a reload\) not applied: /;
+is(scalar(grep { /$kept/ } split /\n/, $solo->error_log_text), 1,
+   'warned of once') or diag($solo->error_log_text);
+$solo->stop;
+
 done_testing();

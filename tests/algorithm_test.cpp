@@ -473,6 +473,25 @@ TEST(SlidingLog, RefundRemovesThatTimesEntries) {
     EXPECT_EQ(l.burst(kT0 + 3 * kSec), 2);
 }
 
+/* Under a lower N the embedded store keeps the ring it has
+ * (Params::logEntries): every time admitted stays counted, also once N
+ * is back (before, the ring was cut to the lower N's newest times). */
+TEST(SlidingLog, ALowerNOverALargerRingKeepsEveryTime) {
+    Limiter l(Algorithm::SlidingLog, 6, 3600 * kSec);
+    EXPECT_EQ(l.burst(kT0), 6);
+    l.p.limit = 2;
+    l.p.logEntries = l.log.size();
+    expectFigures(l.take(kT0 + kSec), false, 0, 3599 * kSec, 3599 * kSec);
+    EXPECT_EQ(l.s.a, 6);
+    EXPECT_EQ(l.idleAt(0), kT0 + 3600 * kSec);
+    l.p.limit = 6;  /* the lower N ended: the hour's 6 are there */
+    EXPECT_EQ(l.burst(kT0 + 2 * kSec), 0);
+    /* past the window, the lower N takes its own in the larger ring */
+    l.p.limit = 2;
+    EXPECT_EQ(l.burst(kT0 + 3600 * kSec), 2);
+    EXPECT_EQ(l.s.a, 2);
+}
+
 /* The ring wraps around many times and stays exact. */
 TEST(SlidingLog, RingWrapsAround) {
     Limiter l(Algorithm::SlidingLog, 5, 100);

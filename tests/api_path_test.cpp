@@ -145,6 +145,22 @@ TEST(ApiPath, KeyValuesInTheQuery) {
         EXPECT_EQ(p.err.status, 400) << q;
         EXPECT_STREQ(p.err.code, "KeyInvalid") << q;
     }
+    /* a parameter given twice: refused, not read over (it acted on b) */
+    for (const char* q : {"value=a&value=b", "value=a&value=a",
+                          "value=a&zone=z&value=", "zone=y&value=a&zone=z",
+                          "value=a&anchor=2&anchor=3", "value=a&n=1&n=1",
+                          "value=a&trial=1&trial=0", "value=a&key=b&key=c"}) {
+        p = parse("/1/rules/a/key", q);
+        EXPECT_FALSE(p.ok) << q;
+        EXPECT_EQ(p.err.status, 400) << q;
+        EXPECT_STREQ(p.err.code, "ArgumentInvalid") << q;
+    }
+    EXPECT_STREQ(parse("/1/rules/a/key", "value=a&value=b").err.text,
+                 "value= is given twice");
+    /* others (a page's cache buster) are no concern, twice or more */
+    p = parse("/1/rules/a/key", "_=1&value=a&_=2&x&x");
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.req.value, "a");
     /* other shapes: 404, as for /keys/ */
     EXPECT_EQ(parse("/1/rules/a/key/v", "value=x").err.status, 404);
     EXPECT_EQ(parse("/1/rules/a/key/block/x", "value=x").err.status, 404);

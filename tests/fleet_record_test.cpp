@@ -77,6 +77,28 @@ TEST(FleetRecord, Numbers) {
     }
 }
 
+TEST(FleetRecord, SumsSaturate) {
+    using rl::fleet::saturatingAdd;
+    constexpr int64_t kMax = INT64_MAX, kMin = INT64_MIN;
+    constexpr int64_t kMost = int64_t(1) << 53;  /* a record's largest */
+    EXPECT_EQ(saturatingAdd(2, 3), 5);
+    EXPECT_EQ(saturatingAdd(kMax - 1, 1), kMax);
+    EXPECT_EQ(saturatingAdd(kMax, 1), kMax);
+    EXPECT_EQ(saturatingAdd(kMax, kMax), kMax);
+    EXPECT_EQ(saturatingAdd(kMin, -1), kMin);
+    EXPECT_EQ(saturatingAdd(kMax, kMin), -1);
+    int64_t sum = 0;
+    for (int i = 0; i < 1100; i++) {
+        sum = saturatingAdd(sum, kMost);
+    }
+    EXPECT_EQ(sum, kMax);    /* (wrapped, it read -8,540,...) */
+    sum = 0;
+    for (int i = 0; i < 1000; i++) {
+        sum = saturatingAdd(sum, kMost);
+    }
+    EXPECT_EQ(sum, 1000 * kMost);
+}
+
 TEST(FleetRecord, DigestsAreShortAndStable) {
     char a[12], b[12], c[12];
     rl::fleet::digest("0 4 60000000", a);

@@ -216,6 +216,32 @@ TEST(Concurrency, AnotherNKeepsWholeSlots) {
     EXPECT_LE(g.check(kT0).left, 2);
 }
 
+TEST(Concurrency, ALowerNOverALargerLogKeepsEverySlot) {
+    /* the embedded store keeps a log of 6 slots under a lower N of 2
+     * (Params::logEntries): the 6 held stay counted, and are there
+     * when N is 6 again (before, the log was cut to 2: 4 more passed) */
+    Inflight f(6, 60 * kSec);
+    for (uint64_t slot = 1; slot <= 6; slot++) {
+        EXPECT_TRUE(f.take(slot, kT0));
+    }
+    f.p.limit = 2;
+    f.p.logEntries = f.log.size();
+    Check c = f.check(kT0 + 1);
+    EXPECT_FALSE(c.ok);
+    EXPECT_EQ(c.left, 0);
+    EXPECT_FALSE(f.take(7, kT0 + 1));
+    EXPECT_EQ(f.held(), 6);
+    EXPECT_EQ(f.idleAt(), kT0 + 60 * kSec);
+    /* released and renewed under the lower N, from the whole log */
+    f.release(6);
+    f.renew(1, kT0 + kSec);
+    EXPECT_EQ(f.held(), 5);
+    f.p.limit = 6;
+    EXPECT_TRUE(f.take(8, kT0 + 2));
+    EXPECT_FALSE(f.take(9, kT0 + 2));
+    EXPECT_EQ(f.held(), 6);
+}
+
 TEST(Concurrency, NoLogAdmitsNothing) {
     Params p{Algorithm::Concurrency, 3, kSec, 0, 0};
     State s{};

@@ -13,8 +13,6 @@
 
 #include "api.hpp"
 
-#include <memory>
-
 #include "shm/adaptive.hpp"
 
 namespace rl::api {
@@ -53,20 +51,21 @@ std::string_view valueOf(const adaptive::View &v) {
 
 int64_t adaptiveLimit(ngx_http_rl_main_conf_t *rmcf,
                       const ngx_http_rl_rule_t *rule) {
-    auto v = std::make_unique<adaptive::View>();
+    adaptive::View v;   /* (10 KB: on the stack, nothing to throw) */
     const adaptive::Params &p = adaptive::ruleOf(rule)->params;
-    if (!adaptive::busiest(rmcf, rule->id, v.get()) || v->limit == 0) {
+    if (!adaptive::busiest(rmcf, rule->id, &v) || v.limit == 0) {
         return static_cast<int64_t>(p.min);
     }
-    return static_cast<int64_t>(v->limit);
+    return static_cast<int64_t>(v.limit);
 }
 
 Json &adaptiveJson(Json &out, ngx_http_rl_main_conf_t *rmcf,
                    const ngx_http_rl_rule_t *rule,
                    const int64_t priorities[4][2]) {
     const adaptive::Params &p = adaptive::ruleOf(rule)->params;
-    auto v = std::make_unique<adaptive::View>();
-    bool seen = adaptive::busiest(rmcf, rule->id, v.get());
+    adaptive::View view;
+    adaptive::View *v = &view;
+    bool seen = adaptive::busiest(rmcf, rule->id, v);
     out.raw(",\"adaptive\":{\"min\":").num(static_cast<int64_t>(p.min))
         .raw(",\"max\":").num(static_cast<int64_t>(p.max))
         .raw(",\"target\":");

@@ -110,22 +110,6 @@ Json &zones(Json &out, ngx_http_rl_main_conf_t *rmcf) {
     return out.raw("\n}\n");
 }
 
-/* A window in seconds, as few digits as it needs (900, 0.5). */
-Json &seconds(Json &out, uint64_t us) {
-    out.num(static_cast<int64_t>(us / 1000000));
-    uint64_t frac = us % 1000000;
-    if (frac > 0) {
-        char digits[8] = {'.'};
-        size_t n = 1;
-        for (uint64_t d = 100000; frac > 0; d /= 10) {
-            digits[n++] = static_cast<char>('0' + frac / d);
-            frac %= d;
-        }
-        out.raw(digits, n);
-    }
-    return out;
-}
-
 /* {"limit": N, "until": EPOCH|null, ["reason": "...",] "by": "..."}
  * (closed: the trial's figures follow) */
 Json &setting(Json &out, const live::Setting &s, bool closed) {
@@ -377,7 +361,7 @@ bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
         return false;
     };
     bool trial = route == Route::Trial;
-    bool live = route == Route::Limit || trial;
+    bool setting = route == Route::Limit || trial;
     for (size_t i = 0; i < body.n; i++) {
         const json::Member &m = body.members[i];
         bool number = m.kind == json::Member::Kind::Number;
@@ -385,7 +369,10 @@ bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
             if (m.kind == json::Member::Kind::Null && !trial) {
                 continue;
             }
-            int64_t most = trial ? 86400 : 10LL * 366 * 86400;
+            /* (the fleet holds a setting read from Redis to the same
+             * bounds: live::settingFits()) */
+            int64_t most = trial ? live::kMaxTrialTtlS
+                                 : live::kMaxLimitTtlS;
             if (!number || m.number < 1 || m.number > most) {
                 return bad(trial ? "\"ttl\" is a whole number of seconds, "
                                    "from 1 to a day (86400)"
@@ -404,10 +391,10 @@ bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
                 }
             }
             c->reason = m.text;
-        } else if (m.name == "limit" && (route == Route::Override || live)) {
-            int64_t least = live ? 0 : 1;
-            if (!number || m.number < least || m.number > 1000000000) {
-                return bad(live ? "\"limit\" is a whole number from 0 to "
+        } else if (m.name == "limit" && (route == Route::Override || setting)) {
+            int64_t least = setting ? 0 : 1;
+            if (!number || m.number < least || m.number > live::kMaxLimit) {
+                return bad(setting ? "\"limit\" is a whole number from 0 to "
                                   "1e9"
                                 : "\"limit\" is a whole number from 1 to "
                                   "1e9");
@@ -431,7 +418,7 @@ bool changeOf(Route route, json::Object &body, Change *c, Error *err) {
                              "only");
         }
     }
-    if ((route == Route::Override || live) && c->limit < 0) {
+    if ((route == Route::Override || setting) && c->limit < 0) {
         return bad(route == Route::Override ? "an override needs \"limit\""
                                             : "a live limit or a trial needs "
                                               "\"limit\"");

@@ -47,6 +47,9 @@ private:
     bool failed_ = false;
 };
 
+/* A time in seconds, as few digits as it needs (900, 0.5). */
+Json &seconds(Json &out, uint64_t us);
+
 /* A response header (its name and value live as long as the request):
  * false when out of memory. */
 bool header(ngx_http_request_t *r, const char *name, const char *value);

@@ -13,7 +13,10 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "wait.hpp"
@@ -49,13 +52,20 @@ int64_t num(std::string_view field) {
     return fleet::number(field, &v) ? v : 0;
 }
 
+/* A sum of the instances' counters: at most 2^63 - 1, whatever records
+ * say (each number is at most 2^53, but any number of records add up). */
+int64_t add(int64_t sum, int64_t v) {
+    return fleet::saturatingAdd(sum, v);
+}
+
 /* An instance as the fleet's keys have it. */
 struct Instance {
     std::string id, name, version, nginx;
     int64_t started = 0, workers = 0, intervalMs = 5000;
     int64_t seenMs = 0;         /* ago */
     bool gone = false, up = false, duplicate = false, hasRecord = false;
-    std::string record;
+    std::string_view record;    /* (in the reply: read while it lives) */
+    std::vector<size_t> drift;  /* the rules it defines unlike most */
 };
 
 /* A rule of the fleet: its first definition seen, its sums. */
@@ -63,18 +73,28 @@ struct Definition {
     std::string digest, algorithm, key;
     int64_t limit = 0, windowUs = 0, burst = 0, cost = 0, holdUs = 0;
     bool dry = false, charge = false;
-    std::vector<std::string> instances;
+    std::vector<size_t> instances;      /* (their places in the list) */
+    /* a calendar rule's (its record's calendar line) */
+    bool calendar = false;
+    std::string period, tz, anchor;     /* (anchor "": none) */
 };
 
+/* (Each instance is met once, each of its rules once: nothing here is
+ * compared with every instance, or the worker is held for seconds by a
+ * fleet of thousands.) */
 struct FleetRule {
     std::string name;
     int64_t requests[NGX_HTTP_RL_OUTCOMES] = {};
     int64_t usage[usage::kBuckets] = {};
     size_t instances = 0;
     std::vector<Definition> defs;
+    std::unordered_map<std::string, size_t> defAt;  /* by digest */
     bool hasTrial = false;
     int64_t trialLimit = 0, trialUntilMs = 0, trialPassed = 0,
             trialRejected = 0;
+    /* concurrency=auto: its levels' outcomes, summed ("auto" lines) */
+    bool adaptive = false;
+    int64_t priorities[4][2] = {};
 };
 
 /* What a read asked, and got. */
@@ -85,7 +105,8 @@ struct Read {
     int64_t nowMs;
     std::vector<Instance> *instances;
     const redisReply *entries;  /* the audit's (copied out below) */
-    std::string *json;          /* the answer, made from the reply */
+    Json *answer;               /* made from the reply (in the pool);
+                                   NULL: no instance has the rule */
 };
 
 void identityOf(std::string_view line, Instance *in) {
@@ -126,19 +147,20 @@ bool instancesOf(const redisReply *r, Read *rd) {
         }
         if (recs->type == REDIS_REPLY_ARRAY && i < recs->elements &&
             recs->element[i]->type == REDIS_REPLY_STRING) {
-            in.record = std::string(replyText(recs->element[i]));
+            in.record = replyText(recs->element[i]);
             in.hasRecord = true;
         }
         in.gone = !in.hasRecord || in.seenMs > 3 * in.intervalMs;
         rd->instances->push_back(std::move(in));
     }
-    /* two ids under one name: reported, not merged */
-    for (Instance &a : *rd->instances) {
-        for (const Instance &b : *rd->instances) {
-            if (&a != &b && a.name == b.name && !b.gone) {
-                a.duplicate = true;
-            }
-        }
+    /* two ids under one name: reported, not merged (an instance is a
+     * duplicate when another of its name is not gone) */
+    std::unordered_map<std::string_view, size_t> named;
+    for (const Instance &in : *rd->instances) {
+        named[in.name] += in.gone ? 0 : 1;
+    }
+    for (Instance &in : *rd->instances) {
+        in.duplicate = named[in.name] > (in.gone ? 0 : 1);
     }
     return true;
 }
@@ -146,17 +168,44 @@ bool instancesOf(const redisReply *r, Read *rd) {
 /* The rules of every instance not gone, in the order first met. */
 std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
     std::vector<FleetRule> rules;
-    std::map<std::string, size_t> at;
-    for (Instance &in : all) {
+    std::unordered_map<std::string, size_t> at;
+    for (size_t i = 0; i < all.size(); i++) {
+        Instance &in = all[i];
         if (in.gone) {
             continue;
         }
         std::string_view rest = in.record;
         fleet::Line l;
+        /* the definition of the line before, if a rule line's (a line
+         * of any other kind, a trial's too, leaves none) */
+        constexpr size_t kNone = SIZE_MAX;
+        size_t lastRule = kNone, lastDef = 0;
         while (fleet::nextLine(&rest, &l)) {
             std::string_view kind = l.fields[0];
+            size_t before = lastRule;
+            lastRule = kNone;
             if (kind == "zone" && l.n >= 3) {
                 in.up = l.fields[2] == "1";
+                continue;
+            }
+            if (kind == "auto" && l.n >= 10 && before != kNone &&
+                text(l.fields[1]) == rules[before].name) {
+                FleetRule &fr = rules[before];
+                fr.adaptive = true;
+                for (int k = 0; k < 8; k++) {
+                    fr.priorities[k / 2][k % 2] = add(
+                        fr.priorities[k / 2][k % 2], num(l.fields[2 + k]));
+                }
+                lastRule = before;     /* (a calendar line may follow) */
+                continue;
+            }
+            if (kind == "calendar" && l.n >= 5 && before != kNone &&
+                text(l.fields[1]) == rules[before].name) {
+                Definition &d = rules[before].defs[lastDef];
+                d.calendar = true;
+                d.period = text(l.fields[2]);
+                d.tz = text(l.fields[3]);
+                d.anchor = text(l.fields[4]);
                 continue;
             }
             bool rule = kind == "rule" && l.n >= 24;
@@ -176,23 +225,21 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
                 fr.hasTrial = true;
                 fr.trialLimit = num(l.fields[2]);
                 fr.trialUntilMs = num(l.fields[3]);
-                fr.trialPassed += num(l.fields[5]);
-                fr.trialRejected += num(l.fields[6]);
+                fr.trialPassed = add(fr.trialPassed, num(l.fields[5]));
+                fr.trialRejected = add(fr.trialRejected, num(l.fields[6]));
                 continue;
             }
             fr.instances++;
             for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
-                fr.requests[o] += num(l.fields[12 + o]);
+                fr.requests[o] = add(fr.requests[o], num(l.fields[12 + o]));
             }
             for (size_t b = 0; b < usage::kBuckets; b++) {
-                fr.usage[b] += num(l.fields[17 + b]);
+                fr.usage[b] = add(fr.usage[b], num(l.fields[17 + b]));
             }
             std::string digest(l.fields[2]);
-            auto d = std::find_if(fr.defs.begin(), fr.defs.end(),
-                                  [&](const Definition &x) {
-                                      return x.digest == digest;
-                                  });
-            if (d == fr.defs.end()) {
+            auto d = fr.defAt.find(digest);
+            if (d == fr.defAt.end()) {
+                d = fr.defAt.emplace(digest, fr.defs.size()).first;
                 Definition def;
                 def.digest = digest;
                 def.algorithm = text(l.fields[3]);
@@ -205,16 +252,17 @@ std::vector<FleetRule> rulesOf(std::vector<Instance> &all) {
                 def.charge = l.fields[10] == "1";
                 def.key = text(l.fields[11]);
                 fr.defs.push_back(std::move(def));
-                d = fr.defs.end() - 1;
             }
-            d->instances.push_back(in.name);
+            fr.defs[d->second].instances.push_back(i);
+            lastRule = it->second;
+            lastDef = d->second;
         }
     }
     return rules;
 }
 
 /* The definition most instances have (the first met on a tie): the
- * others drift from it. */
+ * others drift from it. (A rule has one at least: see fleetRules.) */
 const Definition &usual(const FleetRule &fr) {
     size_t best = 0;
     for (size_t i = 1; i < fr.defs.size(); i++) {
@@ -243,8 +291,32 @@ void seconds(Json &out, int64_t us) {
     }
 }
 
+/* Each instance's drift: the rules (in their order) it defines unlike
+ * most instances. */
+void driftOf(std::vector<Instance> &all, const std::vector<FleetRule> &rules) {
+    for (size_t r = 0; r < rules.size(); r++) {
+        const FleetRule &fr = rules[r];
+        if (fr.defs.size() < 2) {
+            continue;
+        }
+        const Definition &u = usual(fr);
+        for (const Definition &d : fr.defs) {
+            if (&d == &u) {
+                continue;
+            }
+            for (size_t i : d.instances) {
+                std::vector<size_t> &drift = all[i].drift;
+                if (drift.empty() || drift.back() != r) {
+                    drift.push_back(r);
+                }
+            }
+        }
+    }
+}
+
 void instances(Json &out, Read *rd, ngx_http_rl_main_conf_t *rmcf) {
     std::vector<FleetRule> rules = rulesOf(*rd->instances);
+    driftOf(*rd->instances, rules);
     out.raw("{\"zone\":").str(viewOf(rd->zone->name))
         .raw(",\"interval\":")
         .num(static_cast<int64_t>(rmcf->fleet_interval / 1000))
@@ -263,21 +335,8 @@ void instances(Json &out, Read *rd, ngx_http_rl_main_conf_t *rmcf) {
             .raw(",\"gone\":").boolean(in.gone)
             .raw(",\"duplicate\":").boolean(in.duplicate)
             .raw(",\"drift\":[");
-        bool any = false;
-        for (const FleetRule &fr : rules) {
-            if (fr.defs.size() < 2) {
-                continue;
-            }
-            const Definition &u = usual(fr);
-            for (const Definition &d : fr.defs) {
-                if (&d != &u &&
-                    std::find(d.instances.begin(), d.instances.end(),
-                              in.name) != d.instances.end()) {
-                    out.raw(any ? "," : "").str(fr.name);
-                    any = true;
-                    break;
-                }
-            }
+        for (size_t k = 0; k < in.drift.size(); k++) {
+            out.raw(k ? "," : "").str(rules[in.drift[k]].name);
         }
         out.raw("]}");
         first = false;
@@ -313,9 +372,13 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
     live::Setting l = n != nullptr
                           ? live::read(n, live::Kind::Limit, by, reason)
                           : live::Setting();
-    out.raw(",\"limit\":").num(l.limit >= 0 ? l.limit : d.limit);
+    /* an auto rule's N is the fleet's, as this instance heard it */
+    bool adaptive = fr.adaptive && n != nullptr &&
+                    n->first->adaptive != nullptr;
+    int64_t configured = adaptive ? adaptiveLimit(rmcf, n->first) : d.limit;
+    out.raw(",\"limit\":").num(l.limit >= 0 ? l.limit : configured);
     if (l.limit >= 0) {
-        out.raw(",\"configured\":").num(d.limit)
+        out.raw(",\"configured\":").num(configured)
             .raw(",\"live\":{\"limit\":").num(l.limit).raw(",\"until\":");
         if (l.untilMs > 0) {
             out.num((l.untilMs + 999) / 1000);
@@ -329,6 +392,16 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
         seconds(out.raw(",\"window\":null,\"hold\":"), d.holdUs);
     } else {
         seconds(out.raw(",\"window\":"), d.windowUs);
+    }
+    if (d.calendar) {
+        /* as /1/rules shows a calendar rule */
+        out.raw(",\"period\":").str(d.period).raw(",\"tz\":").str(d.tz)
+            .raw(",\"anchor\":");
+        if (d.anchor.empty()) {
+            out.raw("null");
+        } else {
+            out.str(d.anchor);
+        }
     }
     out.raw(",\"key\":").str(d.key).raw(",\"requests\":{");
     for (int o = 0; o < NGX_HTTP_RL_OUTCOMES; o++) {
@@ -345,7 +418,11 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
         }
         out.raw(",\"count\":").num(fr.usage[b]).raw("}");
     }
-    out.raw("],\"instances\":").num(static_cast<int64_t>(fr.instances));
+    out.raw("]");
+    if (adaptive) {
+        adaptiveJson(out, rmcf, n->first, fr.priorities);
+    }
+    out.raw(",\"instances\":").num(static_cast<int64_t>(fr.instances));
     if (fr.hasTrial) {
         out.raw(",\"trial\":{\"limit\":").num(fr.trialLimit)
             .raw(",\"until\":");
@@ -364,10 +441,14 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
             out.raw(i ? ",{\"digest\":" : "{\"digest\":").str(x.digest)
                 .raw(",\"limit\":").num(x.limit).raw(",\"window\":");
             seconds(out, x.windowUs);
+            if (x.calendar) {
+                out.raw(",\"period\":").str(x.period);
+            }
             out.raw(",\"algorithm\":").str(x.algorithm)
                 .raw(",\"instances\":[");
             for (size_t k = 0; k < x.instances.size(); k++) {
-                out.raw(k ? "," : "").str(x.instances[k]);
+                out.raw(k ? "," : "").str((*rd->instances)[x.instances[k]]
+                                              .name);
             }
             out.raw("]}");
         }
@@ -379,8 +460,14 @@ void fleetRule(Json &out, const FleetRule &fr, Read *rd,
 void fleetRules(Json &out, Read *rd, ngx_http_rl_main_conf_t *rmcf) {
     std::vector<FleetRule> rules = rulesOf(*rd->instances);
     out.raw("[");
-    for (size_t i = 0; i < rules.size(); i++) {
-        fleetRule(out.raw(i ? ",\n" : "\n"), rules[i], rd, rmcf);
+    bool first = true;
+    for (const FleetRule &fr : rules) {
+        /* a trial line with no rule line of its name (a record written
+         * by hand): no definition to show */
+        if (!fr.defs.empty()) {
+            fleetRule(out.raw(first ? "\n" : ",\n"), fr, rd, rmcf);
+            first = false;
+        }
     }
     out.raw("\n]\n");
 }
@@ -413,7 +500,7 @@ bool fleetTop(Json &out, Read *rd) {
                 continue;
             }
             Key &k = keys[text(l.fields[3])];
-            k.rejected += num(l.fields[2]);
+            k.rejected = add(k.rejected, num(l.fields[2]));
             k.instances++;
         }
     }
@@ -512,7 +599,15 @@ void answerOf(Wait *w, const redisReply *reply) {
                       reply->str);
         return;
     }
-    Json out(w->r->pool);
+    /* (written in the pool, sent as it is: an answer of megabytes is
+     * not copied again) */
+    static_assert(std::is_trivially_destructible_v<Json>);
+    void *room = ngx_palloc(w->r->pool, sizeof(Json));
+    if (room == nullptr) {
+        rd->failure = "out of memory";
+        return;
+    }
+    Json &out = *new (room) Json(w->r->pool);
     ngx_http_rl_main_conf_t *rmcf = mainConf(w->r);
     if (rd->req.route == Route::Audit) {
         if (reply->type != REDIS_REPLY_ARRAY) {
@@ -530,13 +625,10 @@ void answerOf(Wait *w, const redisReply *reply) {
         } else if (rd->req.route == Route::FleetRules) {
             fleetRules(out, rd, rmcf);
         } else if (!fleetTop(out, rd)) {
-            rd->failure = nullptr;
-            rd->json->clear();
             return;     /* (no instance has the rule: 404 below) */
         }
     }
-    std::string_view s = flatten(w->r->pool, out);
-    rd->json->assign(s.data(), s.size());
+    rd->answer = &out;
 }
 
 ngx_int_t concluded(Wait *w) {
@@ -547,19 +639,15 @@ ngx_int_t concluded(Wait *w) {
                               "Redis did not answer in time"});
     } else if (rd->failure != nullptr) {
         rc = sendError(w->r, {503, "StoreUnavailable", rd->failure});
-    } else if (rd->json->empty()) {
+    } else if (rd->answer == nullptr) {
         rc = sendError(w->r, {404, "RuleNotFound",
                               "no instance of the fleet has a rule of "
                               "that name in that zone"});
     } else {
-        Json out(w->r->pool);
-        out.raw(*rd->json);
-        rc = send(w->r, NGX_HTTP_OK, out);
+        rc = send(w->r, NGX_HTTP_OK, *rd->answer);
     }
     delete rd->instances;
-    delete rd->json;
     rd->instances = nullptr;
-    rd->json = nullptr;
     return rc;
 }
 
@@ -609,19 +697,15 @@ ngx_int_t fleetRead(ngx_http_request_t *r, const Request &req) {
     /* (freed once answered; a request that goes first leaks nothing:
      * the pool's cleanup below) */
     rd->instances = new std::vector<Instance>();
-    rd->json = new std::string();
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == nullptr) {
         delete rd->instances;
-        delete rd->json;
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
     cln->handler = [](void *data) noexcept {
         auto *x = static_cast<Read *>(data);
         delete x->instances;
-        delete x->json;
         x->instances = nullptr;
-        x->json = nullptr;
     };
     cln->data = rd;
     ngx_str_t keys[4];

@@ -96,6 +96,21 @@ Json &Json::num(int64_t v) {
     return *this;
 }
 
+Json &seconds(Json &out, uint64_t us) {
+    out.num(static_cast<int64_t>(us / 1000000));
+    uint64_t frac = us % 1000000;
+    if (frac > 0) {
+        char digits[8] = {'.'};
+        size_t n = 1;
+        for (uint64_t d = 100000; frac > 0; d /= 10) {
+            digits[n++] = static_cast<char>('0' + frac / d);
+            frac %= d;
+        }
+        out.raw(digits, n);
+    }
+    return out;
+}
+
 Json &keyValue(Json &out, const RuleSet &set, std::string_view value) {
     char text[keyTextMax(top::kValueMax)];
     size_t cap = sizeof(text) - 3;

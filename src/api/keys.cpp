@@ -20,12 +20,12 @@
  */
 
 #include "api.hpp"
+#include "state_call.hpp"
 #include "wait.hpp"
 
 #include <new>
 #include <type_traits>
 
-#include "clock.hpp"
 #include "core/cluster.hpp"
 #include "core/key_text.hpp"
 #include "core/top_keys.hpp"
@@ -33,9 +33,9 @@
 #include "core/override_text.hpp"
 #include "core/reply.hpp"
 #include "core/script.hpp"
-#include "core/state_read.hpp"
 #include "core/state_key.hpp"
 #include "shm/key_caches.hpp"
+#include "shm/live.hpp"
 #include "redis/link.hpp"
 #include "shm/marks.hpp"
 
@@ -46,44 +46,6 @@ namespace {
 enum Ask : uint8_t { kState = 0, kMark = 1, kWrite = 2 };
 
 constexpr ngx_msec_t kMinWait = 1000;
-
-/* A command's arguments, in the request's pool, kept to send it again
- * (NOSCRIPT); sized for what it carries (a rule name may have any
- * number of states). */
-struct Args {
-    const char **argv;
-    size_t *len;
-    int argc;
-    int cap;
-    bool full;      /* a push found no room: never sent */
-
-    void push(const void *p, size_t n) {
-        if (argc == cap) {
-            full = true;
-            return;
-        }
-        argv[argc] = static_cast<const char *>(p);
-        len[argc++] = n;
-    }
-    void push(std::string_view s) { push(s.data(), s.size()); }
-};
-
-Args *makeArgs(ngx_pool_t *pool, size_t cap) {
-    auto *a = static_cast<Args *>(ngx_palloc(pool, sizeof(Args)));
-    if (a == nullptr) {
-        return nullptr;
-    }
-    a->argv = static_cast<const char **>(
-        ngx_palloc(pool, cap * sizeof(const char *)));
-    a->len = static_cast<size_t *>(ngx_palloc(pool, cap * sizeof(size_t)));
-    if (a->argv == nullptr || a->len == nullptr) {
-        return nullptr;
-    }
-    a->argc = 0;
-    a->cap = static_cast<int>(cap);
-    a->full = false;
-    return a;
-}
 
 /* A key's read or write, in the request's pool. */
 struct Operation {
@@ -157,8 +119,10 @@ ngx_int_t answerState(Operation *op) {
     size_t n = op->set.n;
     size_t b = rl_binding_rule(op->outcomes, n, op->allowed);
     const rl_outcome_t &o = op->outcomes[b];
+    /* an override's N, or the N in force (a live limit's) */
     int64_t limit = o.limit > 0 ? o.limit
-                                : static_cast<int64_t>(op->set.rules[b]->limit);
+                                : static_cast<int64_t>(
+                                      live::limitOf(op->set.rules[b]));
     Json out(op->r->pool);
     keyValue(out.raw("{\"key\":"), op->set, op->value);
     if (op->route == Route::Credit) {
@@ -455,58 +419,27 @@ bool sendOn(Link *link, Operation *op, Ask ask, Args &a) {
 Args *stateArgs(Operation *op, bool eval, uint64_t units = 0) {
     ngx_pool_t *pool = op->r->pool;
     size_t n = op->set.n;
-    Args *a = makeArgs(pool, 5 + 3 * n);
     /* calendar rules' bounds, now (their records carry them) */
     auto **bounds = static_cast<const int64_t **>(
         ngx_pcalloc(pool, n * sizeof(int64_t *)));
     auto *all = static_cast<int64_t *>(ngx_palloc(pool,
                                                   3 * n * sizeof(int64_t)));
-    if (bounds == nullptr || all == nullptr) {
+    auto *values = static_cast<std::string_view *>(
+        ngx_palloc(pool, n * sizeof(std::string_view)));
+    auto *specs = static_cast<std::string_view *>(
+        ngx_palloc(pool, n * sizeof(std::string_view)));
+    if (bounds == nullptr || all == nullptr || values == nullptr ||
+        specs == nullptr) {
         return nullptr;
     }
-    size_t calendars = 0;
     for (size_t k = 0; k < n; k++) {
         bounds[k] = boundsOf(op, k, &all[3 * k]);
-        calendars += bounds[k] != nullptr ? 1 : 0;
+        values[k] = op->value;
+        /* at the live limit, if any, as the next request is decided */
+        specs[k] = viewOf(*live::specOf(op->set.rules[k], false));
     }
-    auto *head = static_cast<u_char *>(
-        ngx_pnalloc(pool, keyCallHeadBytes(n, calendars)));
-    auto *nkeys = static_cast<u_char *>(ngx_pnalloc(pool, NGX_INT64_LEN));
-    if (a == nullptr || head == nullptr || nkeys == nullptr) {
-        return nullptr;
-    }
-    a->push(eval ? "EVAL" : "EVALSHA", eval ? 4 : 7);
-    a->push(eval ? scriptText() : scriptSha());
-    auto count = static_cast<int64_t>(2 * n);   /* keys, block keys */
-    a->push(nkeys, static_cast<size_t>(ngx_http_rl_decimal(nkeys, count) -
-                                       nkeys));
-    const ngx_str_t &prefix = zoneOf(op)->prefix;
-    for (size_t k = 0; k < n; k++) {
-        auto *key = static_cast<char *>(
-            ngx_pnalloc(pool, prefix.len + RL_STATE_KEY_MAX));
-        if (key == nullptr) {
-            return nullptr;
-        }
-        char *end = rl_state_key_write(
-            key, reinterpret_cast<const char *>(prefix.data), prefix.len,
-            op->value.data(), op->value.size(), op->set.rules[k]->id);
-        a->push(key, static_cast<size_t>(end - key));
-    }
-    for (size_t k = 0; k < n; k++) {
-        /* each key's block key: its first bytes */
-        a->push(a->argv[3 + k], blockKeyLength(a->len[3 + k]));
-    }
-    /* (RL_TEST_CLOCK=nginx: at nginx's time, as its requests) */
-    u_char *p = keyCallHead(head, n, units, bounds,
-                            ngx_http_rl_nginx_clock ? realtimeUs() : 0);
-    a->push(head, static_cast<size_t>(p - head));
-    for (size_t k = 0; k < n; k++) {
-        a->push(viewOf(op->set.rules[k]->spec));
-    }
-    if (units > 0) {
-        a->push(callWord(CallKind::Credit));
-    }
-    return a;
+    return statesCall(pool, zoneOf(op)->prefix,
+                      {n, op->set.rules, values, bounds, specs}, eval, units);
 }
 
 /* lua/api.lua: EVAL text 1 PREFIX{VALUE} op args... */
@@ -610,19 +543,12 @@ bool start(Operation *op, Link *link) {
 /* The script's reply to the state's read: its figures, the limits an
  * override gave. */
 void readState(Operation *op, const redisReply *reply) {
-    size_t n = op->set.n;
-    auto *out = static_cast<RuleOutcome *>(
-        ngx_palloc(op->r->pool, n * sizeof(RuleOutcome)));
     bool allowed = false;
-    if (out == nullptr || !decodeStateRead(reply, n, out, &allowed)) {
+    if (!readStates(op->r->pool, reply, op->set.n, op->outcomes, &allowed)) {
         op->failure = "Redis sent no reply of the script's";
         return;
     }
     op->allowed = allowed ? 1 : 0;
-    for (size_t k = 0; k < n; k++) {
-        op->outcomes[k] = {out[k].remaining, out[k].resetMs, out[k].retryMs,
-                           out[k].delayMs, out[k].retryUs, out[k].limit};
-    }
 }
 
 /* lua/api.lua's read: { kind, text, ttl_ms, n } */

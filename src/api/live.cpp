@@ -50,9 +50,16 @@ const char *kindWord(live::Kind kind, bool set) {
 /* The write, logged at notice: who, what, and what was there. */
 void logLive(ngx_http_request_t *r, const LiveWrite *lw) {
     const ngx_http_rl_rule_t *rule = lw->name->first;
+    u_char detail[64];
+    u_char *d = detail, *end = detail + sizeof(detail);
+    if (lw->set) {
+        d = ngx_slprintf(d, end, " to %L", lw->change.limit);
+    }
+    if (lw->set && lw->change.ttl > 0) {
+        d = ngx_slprintf(d, end, " for %L s", lw->change.ttl);
+    }
     ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                  "rl_api: %V %s rule \"%V\" in zone \"%V\"%s%L%s%L%s "
-                  "(was: %s)",
+                  "rl_api: %V %s rule \"%V\" in zone \"%V\"%*s (was: %s)",
                   &r->connection->addr_text,
                   lw->set ? (lw->kind == live::Kind::Limit
                                  ? "set the live limit of"
@@ -60,10 +67,8 @@ void logLive(ngx_http_request_t *r, const LiveWrite *lw) {
                           : (lw->kind == live::Kind::Limit
                                  ? "removed the live limit of"
                                  : "ended the trial of"),
-                  &rule->name, &rule->zone->name, lw->set ? " to " : "",
-                  lw->set ? lw->change.limit : 0,
-                  lw->change.ttl > 0 ? " for " : "",
-                  lw->change.ttl, lw->change.ttl > 0 ? " s" : "",
+                  &rule->name, &rule->zone->name,
+                  static_cast<size_t>(d - detail), detail,
                   lw->hadOld ? "a setting" : "nothing");
 }
 
@@ -142,6 +147,40 @@ ngx_int_t concluded(Wait *w) {
     return answer(w->r, lw);
 }
 
+/* The user nginx's auth_basic checked for this request, or none. The
+ * Authorization header alone ($remote_user) is whatever the client
+ * claims: a name is recorded only where auth_basic is on in the
+ * request's location (a realm not "off", a user file) under `satisfy
+ * all` (the default), so that the request reached the API only with
+ * that user's password. Under `satisfy any` an address let in may claim
+ * any name: none is recorded. */
+ngx_str_t checkedUser(ngx_http_request_t *r) {
+    /* auth_basic's location conf, private to it: the realm first (NULL:
+     * none), the user file second (a pointer; an inline complex value,
+     * its length first, in older nginx: 0 either way when none was
+     * given) */
+    struct AuthBasic {
+        ngx_http_complex_value_t *realm;
+        uintptr_t userFile;
+    };
+    ngx_str_t none = ngx_null_string, realm;
+    if (&ngx_http_auth_basic_module == nullptr) {
+        return none;
+    }
+    auto *ab = static_cast<const AuthBasic *>(
+        ngx_http_get_module_loc_conf(r, ngx_http_auth_basic_module));
+    auto *clcf = static_cast<ngx_http_core_loc_conf_t *>(
+        ngx_http_get_module_loc_conf(r, ngx_http_core_module));
+    if (ab == nullptr || ab->realm == nullptr || ab->userFile == 0 ||
+        clcf->satisfy != NGX_HTTP_SATISFY_ALL ||
+        ngx_http_complex_value(r, ab->realm, &realm) != NGX_OK ||
+        (realm.len == 3 && ngx_strncmp(realm.data, "off", 3) == 0) ||
+        ngx_http_auth_basic_user(r) != NGX_OK) {
+        return none;
+    }
+    return r->headers_in.user;
+}
+
 /* The audit entry's fields (SPEC section 11): who, what, of which rule
  * and key, the detail as a JSON object. */
 void auditFields(ngx_http_request_t *r, fleet::Eval *a,
@@ -149,11 +188,10 @@ void auditFields(ngx_http_request_t *r, fleet::Eval *a,
                  std::string_view rule, std::string_view keyText,
                  const std::string_view *value, std::string_view detail) {
     ngx_http_rl_main_conf_t *rmcf = mainConf(r);
-    (void) ngx_http_auth_basic_user(r);     /* $remote_user, if any */
     a->arg("id").arg(fleet::instanceId(rmcf))
         .arg("instance").arg(fleet::instanceName(rmcf))
         .arg("client").arg(r->connection->addr_text)
-        .arg("user").arg(r->headers_in.user)
+        .arg("user").arg(checkedUser(r))
         .arg("action").arg(action).arg("rule").arg(rule)
         .arg("key").arg(keyText);
     if (value != nullptr) {
@@ -207,7 +245,8 @@ ngx_int_t liveOperation(ngx_http_request_t *r, const ngx_http_rl_name_t *name,
     lw->set = method == Method::Put;
     lw->change = change;
     const char *why = nullptr;
-    if (lw->set && !live::settingFits(name, lw->kind, change.limit, &why)) {
+    if (lw->set && !live::settingFits(name, lw->kind, change.limit,
+                                      change.ttl * 1000, &why)) {
         return sendError(r, {400, "BodyInvalid", why});
     }
     const ngx_http_rl_rule_t *rule = name->first;

@@ -18,10 +18,10 @@ struct WaitCall {
 namespace {
 
 void letGo(Wait *w) {
-    for (WaitCall *&c : w->calls) {
-        if (c != nullptr) {
-            c->w = nullptr;
-            c = nullptr;
+    for (ngx_uint_t i = 0; i < w->asks; i++) {
+        if (w->calls[i] != nullptr) {
+            w->calls[i]->w = nullptr;
+            w->calls[i] = nullptr;
         }
     }
     w->pending = 0;
@@ -72,13 +72,23 @@ void onReply(redisAsyncContext *ac, void *reply, void *data) noexcept {
 Wait *waitFor(ngx_http_request_t *r, void *data,
               void (*replied)(Wait *, ngx_uint_t, const redisReply *,
                               Link *),
-              ngx_int_t (*conclude)(Wait *)) {
+              ngx_int_t (*conclude)(Wait *), ngx_uint_t asks) {
+    WaitCall **calls = nullptr;
+    if (asks > 4) {
+        calls = static_cast<WaitCall **>(
+            ngx_pcalloc(r->pool, asks * sizeof(WaitCall *)));
+        if (calls == nullptr) {
+            return nullptr;
+        }
+    }
     ngx_pool_cleanup_t *cln = ngx_pool_cleanup_add(r->pool, sizeof(Wait));
     if (cln == nullptr) {
         return nullptr;
     }
     auto *w = static_cast<Wait *>(cln->data);
     ngx_memzero(w, sizeof(Wait));
+    w->calls = calls != nullptr ? calls : w->few;
+    w->asks = asks > 4 ? asks : 4;
     w->r = r;
     w->replied = replied;
     w->conclude = conclude;
@@ -92,6 +102,9 @@ Wait *waitFor(ngx_http_request_t *r, void *data,
 
 bool waitSend(Wait *w, Link *link, ngx_uint_t ask, int argc,
               const char **argv, const size_t *len) {
+    if (ask >= w->asks) {
+        return false;
+    }
     auto *c = static_cast<WaitCall *>(
         ngx_alloc(sizeof(WaitCall), w->r->connection->log));
     if (c == nullptr) {

@@ -1,5 +1,6 @@
 /* An operator API request held while its commands to Redis are out
- * (the fleet's reads and writes, api/fleet.cpp): each command's reply
+ * (the fleet's reads and writes, api/fleet.cpp; a key's, api/keys.cpp;
+ * a caller's quota, api/quota.cpp): each command's reply
  * is handed to the request's `replied`; once every reply is in, or its
  * time is up, `conclude` answers it. The request is held by nginx's own
  * count; a pool cleanup lets the commands go if the request goes first
@@ -22,7 +23,9 @@ struct WaitCall;
 struct Wait {
     ngx_http_request_t *r;
     ngx_event_t timer;
-    WaitCall *calls[4];
+    WaitCall **calls;       /* by ask: `asks` of them */
+    ngx_uint_t asks;
+    WaitCall *few[4];       /* (calls, for 4 asks at most) */
     ngx_uint_t pending;
     bool timedOut;
     /* reply: NULL when the connection went first; link: the one it went
@@ -34,14 +37,16 @@ struct Wait {
     void *data;
 };
 
-/* A wait in the request's pool, with its cleanup; NULL when out of
+/* A wait in the request's pool, with its cleanup, for commands of
+ * `asks` kinds at once (one out of each at a time); NULL when out of
  * memory. */
 Wait *waitFor(ngx_http_request_t *r, void *data,
               void (*replied)(Wait *, ngx_uint_t, const redisReply *,
                               Link *),
-              ngx_int_t (*conclude)(Wait *));
+              ngx_int_t (*conclude)(Wait *), ngx_uint_t asks = 4);
 
-/* Sends a command as `ask` (0 to 3); false when it cannot go now. */
+/* Sends a command as `ask` (below the wait's asks); false when it
+ * cannot go now. */
 bool waitSend(Wait *w, Link *link, ngx_uint_t ask, int argc,
               const char **argv, const size_t *len);
 

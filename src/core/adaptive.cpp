@@ -12,9 +12,20 @@ size_t bucketOf(int64_t latencyUs) {
     if (latencyUs <= 1) {
         return 0;
     }
-    double b = std::floor(kBucketsPerOctave *
-                          std::log2(static_cast<double>(latencyUs)));
-    return std::min(static_cast<size_t>(b), kBuckets - 1);
+    /* the octave, then the sixteenth of it from the 8 bits after the
+     * leading one (on every request: no log2), whose thresholds are
+     * ceil(256 x (2^(j/16) - 1)) */
+    static constexpr uint8_t kSixteenths[15] = {
+        12, 24, 36, 49, 62, 76, 91, 107, 123, 139, 157, 175, 194, 214, 235};
+    auto x = static_cast<uint64_t>(latencyUs);
+    int e = 63 - __builtin_clzll(x);
+    uint64_t m = e >= 8 ? (x >> (e - 8)) & 0xff : (x << (8 - e)) & 0xff;
+    size_t j = 0;
+    while (j < 15 && m >= kSixteenths[j]) {
+        j++;
+    }
+    return std::min(static_cast<size_t>(e) * kBucketsPerOctave + j,
+                    kBuckets - 1);
 }
 
 double bucketUs(size_t bucket) {
@@ -69,34 +80,52 @@ State update(const Params& p, const State& s, const Samples& in,
         read->p50Us = p50;
         read->p90Us = p90;
     }
-    double b = s.baselineUs > 0 ? s.baselineUs : p50;
-    double latency = p.targetUs > 0 ? p90 : p50;
+    double b = s.baselineUs > 0 ? s.baselineUs : p90;
     double objective = p.targetUs > 0 ? static_cast<double>(p.targetUs)
                                       : b * kTolerance;
     double next = n;
-    if (in.overloaded * 100 > in.count * kOverloadSharePercent) {
-        next = std::ceil(n / 2);
+    bool overload = in.overloaded * 100 > in.count * kOverloadSharePercent;
+    if (overload || p90 > objective) {
+        /* down: halving on overload; else half the gradient's step to
+         * the objective, at least 1 (a queue of one doubles the p90 of
+         * an upstream of fixed service times: the full gradient would
+         * halve N for it) */
+        double step = std::max(1.0, std::floor(n * (1 - objective / p90) /
+                                               2 + 0.5));
+        next = overload ? std::ceil(n / 2)
+                        : std::max(std::ceil(n / 2), n - step);
         t.growing = false;
         t.streak = 0;
-    } else if (latency > objective) {
-        next = std::max(std::ceil(n / 2),
-                        std::floor(n * objective / latency));
-        t.growing = false;
+        t.settle = kSettle;
+    } else if (s.settle > 0) {
+        t.settle = s.settle - 1;    /* (N holds) */
         t.streak = 0;
     } else if (in.limited > 0) {
-        t.streak++;
-        if (t.streak >= kRestart) {
-            t.growing = true;
+        /* a queue showing (the p90 past half the tolerance): N is near
+         * the capacity, so no more doubling, and the step starts over */
+        if (p90 > b * kQueued) {
+            t.growing = false;
+            t.streak = 0;
         }
-        next = t.growing ? 2 * n
-                         : n + std::max(1.0, std::floor(std::sqrt(n)));
+        t.streak++;
+        /* (a step that doubles every kRestart intervals of growth in
+         * a row: a capacity far above N is reached in a few) */
+        next = t.growing
+                   ? 2 * n
+                   : n + std::max(1.0, std::floor(std::sqrt(n) / 2)) *
+                             std::pow(2.0, static_cast<double>(
+                                               (t.streak - 1) / kRestart));
     } else {
         t.streak = 0;
     }
     double lo = static_cast<double>(p.min);
     double hi = static_cast<double>(std::max(p.min, p.max));
     t.limit = static_cast<uint64_t>(std::clamp(next, lo, hi));
-    t.baselineUs = p50 < b ? p50 : b + (p50 - b) * kForget;
+    /* the baseline forgets upwards only from a latency N did not make:
+     * the limit not reached, or N at its floor (else each queue N
+     * lets in would raise the baseline that lets N queue more) */
+    bool ours = in.limited > 0 && n > lo;
+    t.baselineUs = p90 < b ? p90 : ours ? b : b + (p90 - b) * kForget;
     return t;
 }
 

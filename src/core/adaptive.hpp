@@ -16,16 +16,21 @@
  *   The objective O is B x kTolerance, or target.
  * - More than kOverloadShare of the samples overloaded (a 502, 503,
  *   504 or 429 from the upstream, or a timeout): N halves.
- * - L above O: N follows the gradient, N x O / L, at most halving. For
- *   an upstream of capacity C that queues what it cannot serve, L is
- *   about S x N / C once N passes C, so one step brings N back to about
- *   C x kTolerance.
+ * - L above O: N follows the gradient back to the baseline, N x B / L
+ *   (with a target, N x target / L), at most halving. For an upstream
+ *   of capacity C that queues what it cannot serve, L is about S x N / C
+ *   once N passes C, so one step brings N back to about C.
  * - Else, while the limit is reached (a request was refused, or one
- *   took the last slot) N grows: it doubles until the first step down
+ *   took the last slot) N grows, but not for kSettle intervals after a
+ *   step down (what the new N costs in latency is not known before
+ *   the end of the next, and each probe above the capacity queues a
+ *   few requests behind a whole service time): it doubles until the
+ *   first step down
  *   (from min to the capacity within a few intervals, whatever C is),
- *   then by the square root of N (a queue of that many, briefly, is
- *   what an overshoot costs), and doubles again after kRestart
- *   intervals of growth in a row (a capacity far larger than N).
+ *   then by half the square root of N, at least 1 (a queue of that
+ *   many, briefly, is what an overshoot costs: a tenth of C or less
+ *   from C = 25 up), and doubles again after kRestart intervals of
+ *   growth in a row (a capacity far larger than N).
  * - An interval without samples changes nothing. N stays within [min,
  *   max].
  *
@@ -49,10 +54,13 @@ size_t bucketOf(int64_t latencyUs);
 double bucketUs(size_t bucket);
 
 /* The constants of the law (docs/choices.md). */
-inline constexpr double kTolerance = 1.1;
+inline constexpr double kTolerance = 1.25;
 inline constexpr double kForget = 0.05;
+/* a queue shows: the p90 past half the tolerance */
+inline constexpr double kQueued = 1 + (kTolerance - 1) / 2;
 inline constexpr int64_t kOverloadSharePercent = 10;
-inline constexpr int64_t kRestart = 10;
+inline constexpr int64_t kRestart = 2;
+inline constexpr int64_t kSettle = 3;
 inline constexpr int64_t kShares[4] = {100, 90, 75, 50};
 inline constexpr uint64_t kDefaultMin = 4;
 inline constexpr uint64_t kDefaultMax = 1000;
@@ -72,6 +80,8 @@ struct State {
     double baselineUs = 0;  /* 0: not learnt yet */
     bool growing = true;    /* doubling (until the first step down) */
     int64_t streak = 0;     /* intervals of growth in a row */
+    int64_t settle = 0;     /* intervals left without growth after a
+                               step down */
 };
 
 /* An interval's samples (a worker's, an instance's, the fleet's). */

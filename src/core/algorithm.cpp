@@ -8,7 +8,8 @@
  *   sliding_window  a = current window index, b = its count,
  *                   c = count of window a - 1
  *   sliding_log     a = entries in the ring, b = index of the oldest;
- *                   the ring (logSlots() = N entries) holds admission
+ *                   the ring (logSlots() = N entries, or more under a
+ *                   lower N: Params::logEntries) holds admission
  *                   times, oldest first, never decreasing
  *   token_bucket    a = last update (us, 0: never: full), b = tokens,
  *                   c = the units b is in (w' when written)

@@ -72,6 +72,12 @@ struct Params {
      * among them (periodEnd()); windowUs is then only the unit's nominal
      * length, for the reply's bounds. */
     const int64_t* bounds = nullptr;
+    /* sliding_log, concurrency: the entries of the log the caller
+     * keeps beside the state, when not logSlots(): a state made for a
+     * larger N keeps its log under a lower one (a live limit, an
+     * override) while it holds more than that N (SPEC section 9), so
+     * nothing it counted is forgotten. 0: logSlots(). */
+    uint64_t logEntries = 0;
 
     bool calendar() const { return bounds != nullptr; }
 };

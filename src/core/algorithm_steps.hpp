@@ -65,6 +65,14 @@ inline Check rejectAll(int64_t retryUs) {
     return {false, 0, retryUs, retryUs, 0};
 }
 
+/* The entries of a sliding_log's or a concurrency rule's log: the
+ * caller's (Params::logEntries), else logSlots(). */
+inline int64_t logSize(const Params& p) {
+    return std::min(p.logEntries != 0 ? i64(p.logEntries)
+                                      : i64(logSlots(p)),
+                    kMaxFigure);
+}
+
 /* windows.cpp */
 Check fixedCheck(const Params& p, const State& s, int64_t cost, int64_t now);
 void fixedCommit(const Params& p, State& s, int64_t cost, int64_t now);

@@ -1,6 +1,7 @@
 #include "api_path.hpp"
 
 #include <cstring>
+#include <iterator>
 
 namespace rl::api {
 
@@ -82,8 +83,18 @@ struct QueryValues {
     bool hasValue = false;
 };
 
+/* The query's parameters the API reads, each taken once: a second
+ * (?value=a&value=b) is refused, not read over the first. */
+constexpr std::string_view kParams[] = {"n",     "trial",  "key",
+                                        "value", "anchor", "zone"};
+constexpr const char* kTwice[] = {
+    "n= is given twice", "trial= is given twice", "key= is given twice",
+    "value= is given twice", "anchor= is given twice",
+    "zone= is given twice"};
+
 bool parseQuery(char* q, size_t len, bool decoded, Request* out,
                 QueryValues* values, Error* err) {
+    unsigned seen = 0;
     size_t i = 0;
     while (i < len) {
         size_t j = i;
@@ -98,6 +109,12 @@ bool parseQuery(char* q, size_t len, bool decoded, Request* out,
             continue;
         }
         std::string_view key(item, static_cast<size_t>(eq - item));
+        for (size_t k = 0; k < std::size(kParams); k++) {
+            if (key == kParams[k] && (seen & (1u << k)) != 0) {
+                return fail(err, 400, "ArgumentInvalid", kTwice[k]);
+            }
+            seen |= key == kParams[k] ? 1u << k : 0;
+        }
         char* v = eq + 1;
         size_t vlen = itemLen - key.size() - 1;
         long n = decoded ? static_cast<long>(vlen) : percentDecode(v, vlen);

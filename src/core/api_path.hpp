@@ -26,7 +26,8 @@
  * one zone has; `anchor=D` (1 to 28) on a key's paths, the key's billing
  * day for a rule whose anchor= is a variable (SPEC section 12);
  * `key=VALUE` in the query for an empty VALUE in the path (a value with
- * a NUL byte: nginx refuses %00 in a path). A value may
+ * a NUL byte: nginx refuses %00 in a path). Each of these once: one
+ * given twice (`?value=a&value=b`) is refused. A value may
  * have any length a request line can carry. Segments are cut at '/'
  * before they are percent-decoded, so a name or a value may hold any
  * byte ("5r%2Fm" is the rule named 5r/m). Pure: no nginx, no

@@ -62,6 +62,14 @@ bool number(std::string_view field, int64_t* out) {
     return true;
 }
 
+int64_t saturatingAdd(int64_t a, int64_t b) {
+    int64_t sum;
+    if (__builtin_add_overflow(a, b, &sum)) {
+        return b < 0 ? INT64_MIN : INT64_MAX;
+    }
+    return sum;
+}
+
 void digest(std::string_view text, char out[12]) {
     toHex(sha1(text), out, 12);
 }

@@ -8,6 +8,11 @@
  *   zone ZONE UP
  *   rule NAME DIGEST ALGORITHM LIMIT WINDOW_US BURST COST DRY HOLD_US
  *        CHARGE KEY PASSED REJECTED DRY_RUN DELAYED ERROR U0 .. U6
+ *   calendar NAME PERIOD TZ ANCHOR  (a calendar rule's, after its rule
+ *                                    line; ANCHOR as written, or empty)
+ *   auto NAME P0 R0 P1 R1 P2 R2 P3 R3  (a concurrency=auto rule's, after
+ *                                    its rule line: passed and rejected
+ *                                    by priority level)
  *   trial NAME LIMIT UNTIL_MS SINCE_MS PASSED REJECTED
  *   top NAME REJECTED KEY      (its top limited keys, most first)
  *   ttop NAME REJECTED KEY     (its trial's)
@@ -59,6 +64,11 @@ bool nextLine(std::string_view* text, Line* out);
 
 /* A whole number field (0 to 2^53), or false. */
 bool number(std::string_view field, int64_t* out);
+
+/* a + b, held at the ends of int64_t rather than wrapped: the fleet's
+ * sums of counters read from records (each up to 2^53; 1,100 records
+ * of it summed past 2^63). */
+int64_t saturatingAdd(int64_t a, int64_t b);
 
 /* A short digest of a definition's text: 12 hex digits of its SHA-1. */
 void digest(std::string_view text, char out[12]);

@@ -42,6 +42,14 @@ std::string_view adaptiveScriptText() {
     return {kText, sizeof(kText) - 1};
 }
 
+std::string_view adaptiveScriptSha() {
+    static const struct Hex {
+        char text[40];
+        Hex() { toHex(sha1(adaptiveScriptText()), text, 40); }
+    } hex;
+    return {hex.text, 40};
+}
+
 std::string_view scriptSha() {
     /* Computed on first use (configuration time, in the master). */
     static const struct Hex {

@@ -88,8 +88,10 @@ std::string_view apiScriptText();
 std::string_view fleetScriptText();
 
 /* concurrency=auto's law for a fleet (lua/adaptive.lua), sent with
- * EVAL once an interval per auto rule and key value. */
+ * EVALSHA four times an interval per auto rule and key value (EVAL
+ * after Redis said NOSCRIPT). */
 std::string_view adaptiveScriptText();
+std::string_view adaptiveScriptSha();
 
 inline constexpr size_t kMaxRulesPerCall = 64;
 

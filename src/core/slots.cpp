@@ -10,6 +10,8 @@ namespace {
 struct Slots {
     int64_t* log;
     int64_t used;   /* entries: 2 per slot */
+    int64_t cap;    /* the log's entries: 2 capacityOf(), or more
+                     * (logSize()) */
 
     int64_t expiry(int64_t i) const { return log[2 * i]; }
     int64_t slots() const { return used / 2; }
@@ -37,9 +39,10 @@ int64_t capacityOf(const Params& p) {
 }
 
 Slots slotsOf(const Params& p, const State& s, int64_t* log) {
-    int64_t cap = 2 * std::min(capacityOf(p), kMaxFigure / 2);
+    int64_t cap = logSize(p);
+    cap -= cap % 2;
     int64_t used = log != nullptr ? std::clamp<int64_t>(s.a, 0, cap) : 0;
-    return {log, used - used % 2};
+    return {log, used - used % 2, cap};
 }
 
 }  // namespace
@@ -74,7 +77,7 @@ void inflightCommit(const Params& p, State& s, int64_t* log, int64_t now) {
             sl.remove(i);
         }
     }
-    if (log != nullptr && sl.slots() < capacityOf(p)) {
+    if (log != nullptr && sl.slots() < capacityOf(p) && sl.used < sl.cap) {
         log[sl.used] = now + i64(p.windowUs);
         log[sl.used + 1] = static_cast<int64_t>(p.slotId);
         sl.used += 2;
@@ -110,7 +113,8 @@ void inflightRenew(const Params& p, State& s, int64_t* log, int64_t now) {
     int64_t ends = now + i64(p.windowUs);
     if (i >= 0) {
         log[2 * i] = std::max(log[2 * i], ends);
-    } else if (log != nullptr && sl.slots() < capacityOf(p)) {
+    } else if (log != nullptr && sl.slots() < capacityOf(p) &&
+               sl.used < sl.cap) {
         log[sl.used] = ends;
         log[sl.used + 1] = static_cast<int64_t>(p.slotId);
         s.a = sl.used + 2;

@@ -170,13 +170,14 @@ void slidingRefund(const Params& p, State& s, int64_t cost, int64_t then) {
 }
 
 /* ------------------------------------------------------------------ */
-/* sliding_log: a ring of N admission times, oldest first             */
+/* sliding_log: a ring of admission times, oldest first: N entries,
+ * or more under a lower N (Params::logEntries)                       */
 
 namespace {
 
 struct Ring {
     const int64_t* slots;
-    int64_t size;   /* N */
+    int64_t size;   /* its entries: N, or more (logSize()) */
     int64_t count;
     int64_t head;
 
@@ -202,7 +203,7 @@ struct Ring {
 };
 
 Ring ringOf(const Params& p, const State& s, const int64_t* log) {
-    int64_t n = i64(p.limit);
+    int64_t n = logSize(p);
     int64_t count = std::clamp<int64_t>(s.a, 0, n);
     int64_t head = n > 0 ? std::clamp<int64_t>(s.b, 0, n - 1) : 0;
     return {log, n, log != nullptr ? count : 0, head};

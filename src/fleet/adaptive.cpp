@@ -31,15 +31,16 @@ struct Worker {
     ngx_event_t tick;
     ngx_log_t *log;
     ngx_uint_t turn;
+    bool eval;          /* Redis lost the script: its text next turn */
     bool exiting;
 };
 
 /* A call out: what its reply goes to (malloc'd, freed by the reply,
- * which a link going away gives as NULL). */
+ * which a link going away gives as NULL): its entry's lookup key. */
 struct Call {
     Worker *w;
     size_t keyLen;
-    char key[RL_STATE_KEY_MAX];
+    char key[kMaxKey];
 };
 
 /* A call to send once the table's lock is let go. */
@@ -53,14 +54,14 @@ Worker *workerOf(ngx_http_rl_main_conf_t *rmcf) {
     return static_cast<Worker *>(rmcf->adaptive_worker);
 }
 
-/* The auto rule whose state the entry names ("{VALUE}:ID"), NULL if the
- * configuration has none (a reload took it away). */
+/* The auto rule of the entry (its lookup key starts with its state's
+ * id), NULL if the configuration has none (a reload took it away). */
 const ngx_http_rl_rule_t *ruleOf(ngx_http_rl_main_conf_t *rmcf,
                                  const Taken &t) {
     if (t.keyLen < RL_RULE_ID_LEN) {
         return nullptr;
     }
-    const char *id = t.key + t.keyLen - RL_RULE_ID_LEN;
+    const char *id = t.key;
     auto **rules = static_cast<ngx_http_rl_rule_t **>(rmcf->rules.elts);
     for (ngx_uint_t i = 0; i < rmcf->rules.nelts; i++) {
         if (rules[i]->adaptive != nullptr &&
@@ -89,18 +90,22 @@ void local(const ngx_http_rl_rule_t *rule, const Taken &t, Result *r,
         s.limit = pinned;
         s.growing = false;
         s.streak = 0;
+        s.settle = 0;
     }
     int64_t now = realtimeUs();
+    /* this instance's in-flight: its slots held (rl_inflight) */
+    auto held = rule->stats != nullptr
+                    ? static_cast<int64_t>(rule->stats->inflight) : 0;
     r->state = s;
     r->p50Us = t.samples.count > 0 ? read.p50Us : t.p50Us;
     r->p90Us = t.samples.count > 0 ? read.p90Us : t.p90Us;
-    r->inflight = t.held;
+    r->inflight = held;
     r->changedMs = s.limit != t.state.limit || t.changedMs == 0
                        ? now / 1000 : t.changedMs;
     *point = {static_cast<uint32_t>(now / 1000000),
               static_cast<uint32_t>(s.limit),
               static_cast<uint32_t>(r->p90Us),
-              static_cast<uint32_t>(t.held)};
+              static_cast<uint32_t>(held)};
     r->points = point;
     r->npoints = 1;
 }
@@ -133,10 +138,13 @@ void replied(redisAsyncContext *ac, void *reply, void *data) noexcept {
         res.points = points;
         res.npoints = n;
         apply(w->rmcf, c->key, c->keyLen, res);
+    } else if (r != nullptr && r->type == REDIS_REPLY_ERROR &&
+               std::string_view(r->str, r->len).substr(0, 8) == "NOSCRIPT") {
+        w->eval = true;     /* (this turn's samples are lost) */
     } else if (r != nullptr && r->type == REDIS_REPLY_ERROR && !w->exiting) {
         ngx_log_error(NGX_LOG_WARN, w->log, 0,
                       "rl: concurrency=auto: Redis refused the interval "
-                      "of \"%*s\": %*s", c->keyLen, c->key, r->len, r->str);
+                      "of rule \"%*s\": %*s", RL_RULE_ID_LEN, c->key, r->len, r->str);
     }
     std::free(c);
 }
@@ -154,7 +162,7 @@ void send(Worker *w, const Send &s) {
     size_t lens[2];
     for (int k = 0; k < 2; k++) {
         u_char *q = ngx_cpymem(keys[k], zone->prefix.data, zone->prefix.len);
-        q = ngx_cpymem(q, t.key, t.keyLen);
+        q = ngx_cpymem(q, t.name, t.nameLen);
         if (k == 0) {
             q = ngx_cpymem(q, ":a", 2);
         }
@@ -185,9 +193,10 @@ void send(Worker *w, const Send &s) {
                          static_cast<int64_t>(s.pinned), t.lastPoint};
     const char *argv[11];
     size_t len[11];
-    std::string_view text = adaptiveScriptText();
-    argv[0] = "EVAL";
-    len[0] = 4;
+    std::string_view text = w->eval ? adaptiveScriptText()
+                                    : adaptiveScriptSha();
+    argv[0] = w->eval ? "EVAL" : "EVALSHA";
+    len[0] = w->eval ? 4 : 7;
     argv[1] = text.data();
     len[1] = text.size();
     argv[2] = "2";
@@ -255,6 +264,7 @@ void onTick(ngx_event_t *ev) noexcept {
         for (ngx_uint_t i = 0; i < sends->nelts; i++) {
             send(w, s[i]);
         }
+        w->eval = w->eval && sends->nelts == 0;
     }
     ngx_destroy_pool(pool);
     ngx_add_timer(&w->tick, kTickMs);

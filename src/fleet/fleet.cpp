@@ -24,6 +24,10 @@ namespace {
 
 constexpr ngx_msec_t kTickMs = 1000;
 constexpr size_t kIdLen = 16;
+/* The audit's first read takes the entries since the worker started
+ * and this long before: a reload's worker 0 reads what its
+ * predecessor's last turns missed. */
+constexpr int64_t kFirstReadBackMs = 10000;
 
 struct Shared {
     char id[kIdLen];
@@ -53,6 +57,7 @@ struct Worker {
     ZoneSync *zones;
     ngx_uint_t nzones;
     ngx_log_t *log;
+    int64_t startedMs;          /* monotonic: the audit's first read */
     bool exiting;
 };
 
@@ -91,7 +96,8 @@ bool fits(ZoneSync *zs, ngx_uint_t i, live::Kind kind,
     auto *names = static_cast<ngx_http_rl_name_t *>(zs->w->rmcf->names.elts);
     int64_t &refused = zs->w->refused[i * 2 + static_cast<ngx_uint_t>(kind)];
     const char *why = nullptr;
-    if (live::settingFits(&names[i], kind, s.limit, &why)) {
+    if (live::settingFits(&names[i], kind, s.limit,
+                          live::ttlOf(s.untilMs, s.sinceMs), &why)) {
         refused = 0;
         return true;
     }
@@ -216,7 +222,10 @@ void sync(ZoneSync *zs) {
         return;
     }
     Eval c(zs->keys, "sync");
-    c.arg({zs->last, zs->lastLen});
+    /* no entry read yet: those since this worker started (on Redis'
+     * clock, whatever this host's says), none skipped */
+    c.arg({zs->last, zs->lastLen})
+        .num(monotonicUs() / 1000 - zs->w->startedMs + kFirstReadBackMs);
     zs->reading = link->operatorCommand(synced, zs, c.argc(), c.argv(),
                                         c.len());
 }
@@ -496,6 +505,7 @@ ngx_int_t ngx_http_rl_fleet_init(ngx_cycle_t *cycle,
     w->pool = pool;
     w->refused = refused;
     w->log = cycle->log;
+    w->startedMs = rl::monotonicUs() / 1000;
     w->zones = zs;
     for (ngx_uint_t i = 0; i < rmcf->zones.nelts; i++) {
         if (ngx_http_rl_embedded(zones[i])) {

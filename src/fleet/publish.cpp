@@ -83,6 +83,36 @@ void ruleLine(Writer &w, const ngx_http_rl_name_t *name) {
     w.end();
 }
 
+/* A calendar rule's period, its time zone and anchor (as written), after
+ * its rule line: /1/fleet/rules shows them as /1/rules does. */
+void calendarLine(Writer &w, const ngx_http_rl_name_t *name) {
+    const ngx_http_rl_rule_t *r = name->first;
+    ngx_str_t unit, tz, anchor;
+    if (r->calendar == nullptr) {
+        return;
+    }
+    ngx_http_rl_calendar_describe(r, &unit, &tz, &anchor);
+    if (w.fits(lineMax(r->name.len + unit.len + tz.len + anchor.len, 0))) {
+        w.raw("calendar").field(viewOf(r->name)).field(viewOf(unit))
+            .field(viewOf(tz)).field(viewOf(anchor)).end();
+    }
+}
+
+/* An auto rule's outcomes by priority level (SPEC 13), after its rule
+ * line: "auto NAME passed0 rejected0 ... passed3 rejected3". */
+void adaptiveLine(Writer &w, const ngx_http_rl_name_t *name) {
+    const ngx_http_rl_rule_t *r = name->first;
+    if (r->adaptive == nullptr || r->stats == nullptr ||
+        !w.fits(lineMax(r->name.len, 8))) {
+        return;
+    }
+    w.raw("auto").field(viewOf(r->name));
+    for (int l = 0; l < 8; l++) {
+        w.num(static_cast<int64_t>(r->stats->priority[l / 2][l % 2]));
+    }
+    w.end();
+}
+
 /* The name's top keys (or its trial's): at most kTopPerRule; returns
  * how many were left out for room. */
 size_t topLines(Writer &w, const ngx_http_rl_name_t *name, bool trial,
@@ -150,6 +180,8 @@ bool record(ngx_pool_t *pool, ngx_http_rl_main_conf_t *rmcf,
             continue;
         }
         ruleLine(w, n);
+        calendarLine(w, n);
+        adaptiveLine(w, n);
         char by[live::kMaxBy], reason[live::kMaxReason];
         live::Setting t = live::read(n, live::Kind::Trial, by, reason);
         if (t.limit >= 0 && w.fits(lineMax(n->first->name.len, 5))) {

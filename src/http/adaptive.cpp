@@ -116,45 +116,50 @@ void count(ngx_http_rl_ctx_t *ctx) {
         return;     /* no auto rule */
     }
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
-    ngx_http_rl_main_conf_t *rmcf = confOf(ctx->r);
     for (ngx_uint_t i = 0; i < ctx->lcf->rules->nelts; i++) {
         const ngx_http_rl_rule_t *rule = &rules[i];
         if (rule->adaptive == nullptr || !ctx->decided[i]) {
             continue;
         }
         const rl_outcome_t &o = ctx->outcomes[i];
-        bool ok = admitted(ctx, i);
         bool dry = ngx_http_rl_dry_run(ctx, rule);
         if (rule->stats != nullptr && !(dry && o.retry_ms > 0)) {
             (void) ngx_atomic_fetch_add(
                 &rule->stats->priority[ctx->levels[i]][o.retry_ms > 0], 1);
         }
-        uint64_t n = o.limit > 0 ? static_cast<uint64_t>(o.limit)
-                                 : live::limitOf(rule);
-        decided(rmcf, rule, &ctx->values[i], n, ok,
-                o.retry_ms > 0 || (ok && o.remaining <= 0));
-        if (ok && ctx->admitted_us == 0) {
+        if (admitted(ctx, i) && ctx->admitted_us == 0) {
             ctx->admitted_us = monotonicUs();
         }
     }
 }
 
 void end(ngx_http_rl_ctx_t *ctx, bool logged) {
-    if (ctx->levels == nullptr || ctx->admitted_us == 0 || ctx->sampled) {
+    if (ctx->levels == nullptr || ctx->sampled || !ctx->finished) {
         return;
     }
     ctx->sampled = 1;
     ngx_http_request_t *r = ctx->r;
-    int64_t endUs = ctx->responded_us > 0 ? ctx->responded_us
-                                          : monotonicUs();
-    int64_t latency = endUs - ctx->admitted_us;
-    bool over = logged && overloaded(r);
+    Told told{};
+    if (ctx->admitted_us > 0) {
+        int64_t endUs = ctx->responded_us > 0 ? ctx->responded_us
+                                              : monotonicUs();
+        told.latencyUs = endUs - ctx->admitted_us;
+        told.overloaded = logged && overloaded(r);
+    }
     auto *rules = static_cast<ngx_http_rl_rule_t *>(ctx->lcf->rules->elts);
     ngx_http_rl_main_conf_t *rmcf = confOf(r);
     for (ngx_uint_t i = 0; i < ctx->lcf->rules->nelts; i++) {
-        if (rules[i].adaptive != nullptr && admitted(ctx, i)) {
-            ended(rmcf, &rules[i], &ctx->values[i], latency, over, logged);
+        if (rules[i].adaptive == nullptr || !ctx->decided[i]) {
+            continue;
         }
+        const rl_outcome_t &o = ctx->outcomes[i];
+        bool ok = admitted(ctx, i);
+        told.limit = o.limit > 0 ? static_cast<uint64_t>(o.limit)
+                                 : live::limitOf(&rules[i]);
+        /* the limit reached: refused, or the last slot taken */
+        told.reached = o.retry_ms > 0 || (ok && o.remaining <= 0);
+        told.sampled = ok && logged;
+        tell(rmcf, &rules[i], &ctx->values[i], told);
     }
 }
 

@@ -43,13 +43,14 @@ const ngx_str_t *specOf(const ngx_http_rl_ctx_t *ctx, ngx_uint_t i,
 ngx_uint_t status(const ngx_http_rl_ctx_t *ctx, bool rejected);
 
 /* The request was decided: per auto rule decided, its outcome by
- * level (rl_requests_total's priorities), whether it reached the limit
- * and the N it was decided with, and, admitted, when. */
+ * level (rl_adaptive_requests_total), and, admitted, when. */
 void count(ngx_http_rl_ctx_t *ctx);
 
 /* The request ended (logged: its log phase; else its pool's cleanup,
- * which gives no sample): its samples. Its latency ends there, or when
- * its response header went, if it was proxied (the header filter's
+ * which gives no sample): what it tells each auto rule's law (the N it
+ * was decided with, whether it reached the limit, its sample), with one
+ * look into the shared table. Its latency ends there, or when its
+ * response header went, if it was proxied (the header filter's
  * ngx_http_rl_adaptive_responded()). */
 void end(ngx_http_rl_ctx_t *ctx, bool logged);
 

@@ -81,17 +81,7 @@ bool priority(ngx_conf_t *cf, Rule *a, ngx_str_t *text) {
                            "last) to 3 (shed first), or a variable", text);
         return false;
     }
-    a->priority = static_cast<ngx_http_complex_value_t *>(
-        ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t)));
-    if (a->priority == nullptr) {
-        return false;
-    }
-    ngx_http_compile_complex_value_t ccv;
-    ngx_memzero(&ccv, sizeof(ccv));
-    ccv.cf = cf;
-    ccv.value = &s;
-    ccv.complex_value = a->priority;
-    return ngx_http_compile_complex_value(&ccv) == NGX_OK;
+    return ngx_http_rl_compile(cf, &s, &a->priority) == NGX_OK;
 }
 
 }  // namespace

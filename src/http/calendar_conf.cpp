@@ -189,17 +189,7 @@ bool anchorOf(ngx_conf_t *cf, CalendarRule *c, const ngx_str_t *param,
     }
     c->anchor = 1;
     if (ngx_http_script_variables_count(&text) > 0) {
-        ngx_http_compile_complex_value_t ccv;
-        c->anchorCv = static_cast<ngx_http_complex_value_t *>(
-            ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t)));
-        if (c->anchorCv == nullptr) {
-            return false;
-        }
-        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-        ccv.cf = cf;
-        ccv.value = &text;
-        ccv.complex_value = c->anchorCv;
-        return ngx_http_compile_complex_value(&ccv) == NGX_OK;
+        return ngx_http_rl_compile(cf, &text, &c->anchorCv) == NGX_OK;
     }
     ngx_int_t day = ngx_atoi(text.data, text.len);
     if (day < 1 || day > rl::calendar::kMaxAnchorDay) {

@@ -17,10 +17,12 @@ namespace {
  * lets through. */
 constexpr ngx_int_t kMaxCharge = 1000000000;
 
+/* A charge not sent within it (a Cluster slot migrating that long) is
+ * lost: a minute, the default hold */
+constexpr int64_t kChargeWindowUs = 60 * 1000000LL;
+
 struct Worker {
-    ngx_http_rl_main_conf_t *rmcf;
-    ngx_queue_t              calls;     /* out */
-    ngx_log_t               *log;
+    Owner                    owner;     /* its out: the charges out */
 };
 
 void chargeDone(ngx_http_rl_group_t *g, int retry) noexcept;
@@ -70,7 +72,7 @@ int64_t chargeOf(ngx_http_request_t *r, const ngx_http_rl_rule_t *rule) {
 void chargeDone(ngx_http_rl_group_t *g, int retry) noexcept {
     OwnedCall *c = ownedOf(g);
     g->call = nullptr;
-    if (retryOwned(cycleConf(), c, retry)) {
+    if (retryOwned(c, retry)) {
         return;
     }
     for (ngx_uint_t k = 0; k < g->nrules; k++) {
@@ -105,13 +107,13 @@ void send(Worker *w, ngx_http_rl_group_t *g, const ngx_uint_t *rules,
         return;
     }
     OwnedCall *c = makeOwned(sizeof(OwnedCall), g, rules, n, chargeDone,
-                             w->log);
+                             &w->owner);
     if (c != nullptr) {
-        ngx_queue_insert_tail(&w->calls, &c->queue);
+        ngx_queue_insert_tail(&w->owner.out, &c->queue);
         for (ngx_uint_t k = 0; k < n; k++) {
             c->group.costs[k] = static_cast<uint64_t>(units[k]);
         }
-        if (sendOwned(w->rmcf, c, CallKind::Charge)) {
+        if (sendOwned(c, CallKind::Charge)) {
             return;
         }
         freeOwned(c);
@@ -169,6 +171,11 @@ void chargeRequest(ngx_http_rl_ctx_t *ctx) {
     }
 }
 
+bool chargesOut(ngx_http_rl_main_conf_t *rmcf) {
+    Worker *w = workerOf(rmcf);
+    return w != nullptr && !ngx_queue_empty(&w->owner.out);
+}
+
 }  // namespace rl
 
 extern "C" {
@@ -178,13 +185,21 @@ ngx_int_t ngx_http_rl_charges_init(ngx_cycle_t *cycle,
     if ((ngx_http_rl_after_rules(rmcf) & 2) == 0) {
         return NGX_OK;
     }
-    auto *w = rl::newWorker<rl::Worker>(cycle, rmcf);
+    auto *w = rl::newWorker<rl::Worker>(cycle, rmcf, rl::kChargeWindowUs);
     if (w == nullptr) {
         return NGX_ERROR;
     }
-    ngx_queue_init(&w->calls);
     rmcf->charge_worker = w;
     return NGX_OK;
+}
+
+void ngx_http_rl_charges_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
+    rl::Worker *w = rl::workerOf(rmcf);
+    /* what waits to go again goes now, written before the connections
+     * go */
+    if (w != nullptr && rl::ownerExit(&w->owner)) {
+        ngx_http_rl_stores_write(rmcf);
+    }
 }
 
 void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
@@ -192,8 +207,8 @@ void ngx_http_rl_charges_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
     if (w == nullptr) {
         return;
     }
-    while (!ngx_queue_empty(&w->calls)) {
-        rl::freeOwned(ngx_queue_data(ngx_queue_head(&w->calls),
+    while (!ngx_queue_empty(&w->owner.out)) {
+        rl::freeOwned(ngx_queue_data(ngx_queue_head(&w->owner.out),
                                     rl::OwnedCall, queue));
     }
     rmcf->charge_worker = nullptr;

@@ -20,4 +20,7 @@ namespace rl {
  * request admitted; again is nothing). */
 void chargeRequest(ngx_http_rl_ctx_t *ctx);
 
+/* The worker's charges are out (sent, or waiting to go again). */
+bool chargesOut(ngx_http_rl_main_conf_t *rmcf);
+
 }  // namespace rl

@@ -15,7 +15,9 @@
  * again), and the release follows it on its connection; a renewal sent
  * again (lost script: the same link; MOVED: the link the map now says,
  * which a release takes too; ASK: the importing node, which a release
- * reaches after it, by its own ASK) left before the release did.
+ * reaches after it, by its own ASK) left before the release did; one
+ * that waits to go again (TRYAGAIN: owned_call.hpp) is let go by the
+ * release, which takes its place.
  */
 
 #include "inflight.hpp"
@@ -23,23 +25,22 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "charges.hpp"
 #include "clock.hpp"
 #include "redis/owned_call.hpp"
 #include "redis/link.hpp"
+#include "shm/lease.hpp"
 
 namespace rl {
 namespace {
 
 struct Worker {
-    ngx_http_rl_main_conf_t *rmcf;
+    Owner                    owner;     /* its out: the releases out */
     uint64_t                 tag;       /* random: the ids' high half */
     uint32_t                 counter;
     ngx_queue_t              live;      /* holds of running requests */
-    ngx_queue_t              leaving;   /* releases out */
     ngx_event_t              renew;
     int64_t                  tickUs;    /* the shortest hold / 3 */
-    bool                     exiting;
-    ngx_log_t               *log;
 };
 
 /* A request's slots in one group: its rules that took one. Its group
@@ -77,7 +78,7 @@ Hold *makeHold(Worker *w, ngx_http_rl_group_t *g, uint64_t mask) {
         }
     }
     auto *h = reinterpret_cast<Hold *>(
-        makeOwned(sizeof(Hold), g, rules, n, holdDone, w->log));
+        makeOwned(sizeof(Hold), g, rules, n, holdDone, &w->owner));
     if (h == nullptr) {
         return nullptr;
     }
@@ -123,7 +124,7 @@ void release(Worker *w, Hold *h) {
         h->counted = false;
     }
     ngx_queue_remove(&h->call.queue);
-    ngx_queue_insert_tail(&w->leaving, &h->call.queue);
+    ngx_queue_insert_tail(&w->owner.out, &h->call.queue);
     h->leaving = true;
     if (h->local) {
         shmSlots(h, false);
@@ -135,23 +136,27 @@ void release(Worker *w, Hold *h) {
         ngx_http_rl_call_detach(g.call);
         g.call = nullptr;
     }
-    if (!sendOwned(w->rmcf, &h->call, CallKind::Refund)) {
+    /* (a renewal waiting to go again does not: sendOwned) */
+    if (!sendOwned(&h->call, CallKind::Refund)) {
         freeHold(h);
     }
 }
 
 /* The group's slots of `mask` that a call may take, or its answer
- * took, go now (the request went before it was settled). */
-void releaseNow(Worker *w, ngx_http_rl_group_t *g, uint64_t mask) {
+ * took, go now (the request went before it was settled); inRedis: those
+ * its call to Redis may have taken, wherever the group was decided. */
+void releaseNow(Worker *w, ngx_http_rl_group_t *g, uint64_t mask,
+                bool inRedis = false) {
     Hold *h = makeHold(w, g, mask);
     if (h != nullptr) {
+        h->local = h->local && !inRedis;
         ngx_queue_insert_tail(&w->live, &h->call.queue);
         release(w, h);
     }
 }
 
 void armRenewal(Worker *w) {
-    if (!w->renew.timer_set && !w->exiting &&
+    if (!w->renew.timer_set && !w->owner.exiting &&
         !ngx_queue_empty(&w->live)) {
         ngx_add_timer(&w->renew,
                       static_cast<ngx_msec_t>((w->tickUs + 999) / 1000));
@@ -160,7 +165,7 @@ void armRenewal(Worker *w) {
 
 /* The running request's slots expire a hold from now, put back where
  * Redis lost them; not while its renewal is still out, nor once it is
- * leaving. */
+ * leaving (one waiting to go again goes now instead). */
 void renewHold(Worker *w, Hold *h) {
     if (h->leaving || h->call.group.call != nullptr) {
         return;
@@ -168,7 +173,7 @@ void renewHold(Worker *w, Hold *h) {
     if (h->local) {
         shmSlots(h, true);
     } else {
-        (void) sendOwned(w->rmcf, &h->call, CallKind::Renew);
+        (void) sendOwned(&h->call, CallKind::Renew);
     }
 }
 
@@ -194,7 +199,7 @@ void holdDone(ngx_http_rl_group_t *g, int retry) noexcept {
     /* a renewal goes again only while its request runs (a release
      * detaches it: its answer does not come here) */
     bool again = !h->leaving || h->call.kind != CallKind::Renew;
-    if (again && retryOwned(cycleConf(), &h->call, retry)) {
+    if (again && retryOwned(&h->call, retry)) {
         return;
     }
     if (h->leaving) {
@@ -294,6 +299,13 @@ void inflightEnd(ngx_http_rl_ctx_t *ctx) {
                 releaseNow(w, g, g->held);
             }
         }
+        if (g->lost && g->held != 0) {
+            /* its decision's reply was lost with its connection (the
+             * request got the failure policy): the script may have run
+             * and taken its slots, which it holds until now */
+            g->lost = 0;
+            releaseNow(w, g, g->held, true);
+        }
     }
 }
 
@@ -315,14 +327,15 @@ ngx_int_t ngx_http_rl_inflight_init(ngx_cycle_t *cycle,
     if (shortest == 0) {
         return NGX_OK;
     }
-    auto *w = rl::newWorker<rl::Worker>(cycle, rmcf);
+    /* a release or a renewal goes again within a hold (later, the slot
+     * has expired anyway) */
+    auto *w = rl::newWorker<rl::Worker>(cycle, rmcf, shortest);
     if (w == nullptr) {
         return NGX_ERROR;
     }
     w->tag = rl::randomTag();
     w->tickUs = shortest / 3;
     ngx_queue_init(&w->live);
-    ngx_queue_init(&w->leaving);
     rl::initTimer(&w->renew, rl::onRenew, w, cycle->log);
     rmcf->inflight_worker = w;
     return NGX_OK;
@@ -334,9 +347,10 @@ void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
         return;
     }
     rl::stopTimer(&w->renew);
-    w->exiting = true;
-    /* what requests still hold (a fast shutdown ends them without their
-     * log phase): released now, written before the connections go */
+    /* what waits to go again goes now; what requests still hold (a fast
+     * shutdown ends them without their log phase): released now, written
+     * before the connections go */
+    rl::ownerExit(&w->owner);
     while (!ngx_queue_empty(&w->live)) {
         ngx_queue_t *q = ngx_queue_head(&w->live);
         rl::release(w, rl::holdAt(q));
@@ -347,7 +361,7 @@ void ngx_http_rl_inflight_exit(ngx_http_rl_main_conf_t *rmcf) noexcept {
 void ngx_http_rl_link_connected(ngx_http_rl_link_t *link) noexcept {
     ngx_http_rl_main_conf_t *rmcf = rl::cycleConf();
     rl::Worker *w = rmcf != nullptr ? rl::workerOf(rmcf) : nullptr;
-    if (w == nullptr || w->exiting) {
+    if (w == nullptr || w->owner.exiting) {
         return;
     }
     /* Redis may have lost them (a restart, a failover): put back now,
@@ -367,11 +381,22 @@ void ngx_http_rl_inflight_free(ngx_http_rl_main_conf_t *rmcf) noexcept {
     if (w == nullptr) {
         return;
     }
-    while (!ngx_queue_empty(&w->leaving)) {
+    while (!ngx_queue_empty(&w->owner.out)) {
         rl::freeHold(reinterpret_cast<rl::Hold *>(ngx_queue_data(
-            ngx_queue_head(&w->leaving), rl::OwnedCall, queue)));
+            ngx_queue_head(&w->owner.out), rl::OwnedCall, queue)));
     }
     rmcf->inflight_worker = nullptr;
+}
+
+ngx_uint_t ngx_http_rl_worker_busy(void) noexcept {
+    ngx_http_rl_main_conf_t *rmcf = rl::cycleConf();
+    if (rmcf == nullptr) {
+        return 0;
+    }
+    rl::Worker *w = rl::workerOf(rmcf);
+    bool holds = w != nullptr && (!ngx_queue_empty(&w->live) ||
+                                  !ngx_queue_empty(&w->owner.out));
+    return holds || rl::chargesOut(rmcf) || rl::leasesOut(rmcf) ? 1 : 0;
 }
 
 }  // extern "C"

@@ -349,6 +349,11 @@ void leaseRefundDone(ngx_http_rl_group_t *g, int retry) {
     lease::freeCall(w, c);
 }
 
+bool leasesOut(ngx_http_rl_main_conf_t *rmcf) {
+    lease::Worker *w = lease::workerOf(rmcf);
+    return w != nullptr && !ngx_queue_empty(&w->calls);
+}
+
 }  // namespace rl
 
 extern "C" {

@@ -1,7 +1,8 @@
 /*
  * ngx_http_rl_directives.c: what the directives' parsers share (a
  * parameter given twice), and the plain directives: rl_status,
- * the enumerations (rl_headers, rl_log_level), rl_fleet. rl_zone is in
+ * the enumerations (rl_headers, rl_log_level), rl_fleet, rl_quota (its
+ * names found once every rule is read: api/quota.cpp). rl_zone is in
  * ngx_http_rl_zone_conf.c, rl_rule in ngx_http_rl_rule_conf.c.
  */
 
@@ -192,6 +193,82 @@ ngx_http_rl_fleet(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                            "invalid parameter \"%V\"", &value[i]);
         return NGX_CONF_ERROR;
     }
+
+    return NGX_CONF_OK;
+}
+
+
+/* rl_quota NAME...: a caller's own quota (SPEC section 14): the content
+ * handler, and its names, looked up among the rules' once they are all
+ * read (ngx_http_rl_quota_conf()) */
+
+char *
+ngx_http_rl_quota(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_rl_loc_conf_t *lcf = conf;
+
+    ngx_str_t                 *value;
+    ngx_uint_t                 i, k;
+    ngx_http_rl_quota_t       *q, **qp;
+    ngx_http_rl_main_conf_t   *rmcf;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    if (lcf->quota != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        if (value[i].len == 0 || value[i].len > NGX_HTTP_RL_MAX_NAME) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid rule name \"%V\": 1 to %d "
+                               "characters", &value[i],
+                               NGX_HTTP_RL_MAX_NAME);
+            return NGX_CONF_ERROR;
+        }
+
+        for (k = 1; k < i; k++) {
+            if (value[k].len == value[i].len
+                && ngx_strncmp(value[k].data, value[i].data, value[i].len)
+                   == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "duplicate rule name \"%V\"",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+        }
+    }
+
+    q = ngx_pcalloc(cf->pool, sizeof(ngx_http_rl_quota_t));
+    if (q == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* (cf->args is the next directive's soon: the names are copied) */
+    q->nnames = cf->args->nelts - 1;
+    q->names = ngx_palloc(cf->pool, q->nnames * sizeof(ngx_str_t));
+    if (q->names == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memcpy(q->names, &value[1], q->nnames * sizeof(ngx_str_t));
+    q->file = cf->conf_file->file.name.data;
+    q->line = cf->conf_file->line;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
+
+    qp = ngx_array_push(&rmcf->quotas);
+    if (qp == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *qp = q;
+    lcf->quota = q;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_rl_quota_handler;
 
     return NGX_CONF_OK;
 }

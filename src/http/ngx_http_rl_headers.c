@@ -17,7 +17,7 @@ static ngx_int_t ngx_http_rl_draft_headers(ngx_http_request_t *r,
     ngx_http_rl_ctx_t *ctx, int64_t reset);
 static uint64_t ngx_http_rl_window_seconds(ngx_http_rl_ctx_t *ctx,
     ngx_uint_t i);
-static u_char *ngx_http_rl_sf_string(u_char *p, ngx_str_t *s);
+static u_char *ngx_http_rl_sf_string(u_char *p, const ngx_str_t *s);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -153,8 +153,7 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
 
     len = 0;
     for (i = 0; i < n; i++) {
-        len += 2 * rules[i].name.len + 2 * NGX_INT64_LEN
-               + sizeof(";qu=\"concurrent-requests\"") + 16;
+        len += ngx_http_rl_policy_len(&rules[i]);
     }
 
     h = ngx_list_push(&r->headers_out.headers);
@@ -182,15 +181,8 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
         q = (ctx->decided[i] && ctx->outcomes[i].limit > 0)
             ? (uint64_t) ctx->outcomes[i].limit : rules[i].limit;
 
-        p = ngx_http_rl_sf_string(p, &rules[i].name);
-
-        if (rules[i].algorithm == RL_ALGORITHM_CONCURRENCY) {
-            p = ngx_sprintf(p, ";q=%uL;qu=\"concurrent-requests\"", q);
-            continue;
-        }
-
-        p = ngx_sprintf(p, ";q=%uL;w=%uL", q,
-                        ngx_http_rl_window_seconds(ctx, i));
+        p = ngx_http_rl_policy_item(p, &rules[i], q,
+                                    ngx_http_rl_window_seconds(ctx, i));
     }
 
     h->hash = 1;
@@ -204,14 +196,13 @@ ngx_http_rl_draft_headers(ngx_http_request_t *r, ngx_http_rl_ctx_t *ctx,
 
     i = (ngx_uint_t) ctx->binding;
 
-    h->value.data = ngx_pnalloc(r->pool, 2 * rules[i].name.len
-                                         + 2 * NGX_INT64_LEN + 16);
+    h->value.data = ngx_pnalloc(r->pool, ngx_http_rl_policy_len(&rules[i]));
     if (h->value.data == NULL) {
         return NGX_ERROR;
     }
 
-    p = ngx_http_rl_sf_string(h->value.data, &rules[i].name);
-    p = ngx_sprintf(p, ";r=%L;t=%L", ctx->outcomes[i].remaining, reset);
+    p = ngx_http_rl_limit_item(h->value.data, &rules[i],
+                               ctx->outcomes[i].remaining, reset);
 
     h->hash = 1;
     ngx_str_set(&h->key, "RateLimit");
@@ -250,10 +241,47 @@ ngx_http_rl_window_seconds(ngx_http_rl_ctx_t *ctx, ngx_uint_t i)
 }
 
 
+/* The draft's items of a rule, for this filter and rl_quota
+ * (api/quota.cpp): a RateLimit-Policy item at N q and a window of w
+ * seconds (a concurrency= rule's: its quota unit, no window), a
+ * RateLimit item; the most either takes. */
+
+size_t
+ngx_http_rl_policy_len(const ngx_http_rl_rule_t *rule)
+{
+    return 2 * rule->name.len + 2 * NGX_INT64_LEN
+           + sizeof(";qu=\"concurrent-requests\"") + 16;
+}
+
+
+u_char *
+ngx_http_rl_policy_item(u_char *p, const ngx_http_rl_rule_t *rule,
+    uint64_t q, uint64_t w)
+{
+    p = ngx_http_rl_sf_string(p, &rule->name);
+
+    if (rule->algorithm == RL_ALGORITHM_CONCURRENCY) {
+        return ngx_sprintf(p, ";q=%uL;qu=\"concurrent-requests\"", q);
+    }
+
+    return ngx_sprintf(p, ";q=%uL;w=%uL", q, w);
+}
+
+
+u_char *
+ngx_http_rl_limit_item(u_char *p, const ngx_http_rl_rule_t *rule,
+    int64_t r, int64_t t)
+{
+    p = ngx_http_rl_sf_string(p, &rule->name);
+
+    return ngx_sprintf(p, ";r=%L;t=%L", r, t);
+}
+
+
 /* A structured-field string: "..." with backslash and quote escaped. */
 
 static u_char *
-ngx_http_rl_sf_string(u_char *p, ngx_str_t *s)
+ngx_http_rl_sf_string(u_char *p, const ngx_str_t *s)
 {
     size_t  i;
 

@@ -133,6 +133,13 @@ static ngx_command_t  ngx_http_rl_commands[] = {
       0,
       NULL },
 
+    { ngx_string("rl_quota"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
+      ngx_http_rl_quota,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -468,6 +475,13 @@ ngx_http_rl_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
+    if (ngx_array_init(&rmcf->quotas, cf->pool, 1,
+                       sizeof(ngx_http_rl_quota_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
     rmcf->fleet = NGX_CONF_UNSET;
     rmcf->fleet_interval = NGX_CONF_UNSET_MSEC;
     if (ngx_array_init(&rmcf->time_zones, cf->pool, 2, sizeof(void *))
@@ -552,6 +566,7 @@ ngx_http_rl_create_loc_conf(ngx_conf_t *cf)
      * set by ngx_pcalloc():
      *
      *     conf->rules = NULL;
+     *     conf->quota = NULL;
      */
 
     conf->status_code = NGX_CONF_UNSET_UINT;
@@ -569,7 +584,9 @@ ngx_http_rl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_rl_loc_conf_t *prev = parent;
     ngx_http_rl_loc_conf_t *conf = child;
 
-    if (conf->rules == NULL) {
+    /* rl_quota counts against nothing but the rules of its own place
+     * (SPEC section 14): a server's quota is not spent by asking it */
+    if (conf->rules == NULL && conf->quota == NULL) {
         conf->rules = prev->rules;
     }
 
@@ -682,7 +699,9 @@ ngx_http_rl_init(ngx_conf_t *cf)
     rmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_rl_module);
     zones = rmcf->zones.elts;
 
-    if (ngx_http_rl_names_init(cf, rmcf) != NGX_OK) {
+    if (ngx_http_rl_names_init(cf, rmcf) != NGX_OK
+        || ngx_http_rl_quota_conf(cf, rmcf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -862,9 +881,11 @@ ngx_http_rl_exit_process(ngx_cycle_t *cycle)
     rmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_rl_module);
 
     if (rmcf != NULL) {
-        /* what leases hold goes back, and what requests hold in slots
-         * is released, while the links are there */
+        /* what leases hold goes back, charges waiting to go again go,
+         * and what requests hold in slots is released, while the links
+         * are there */
         ngx_http_rl_leases_exit(rmcf);
+        ngx_http_rl_charges_exit(rmcf);
         ngx_http_rl_inflight_exit(rmcf);
         ngx_http_rl_fleet_exit(rmcf);
         ngx_http_rl_adaptive_exit(rmcf);

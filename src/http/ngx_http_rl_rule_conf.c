@@ -66,8 +66,6 @@ static char *ngx_http_rl_rule_calendar(ngx_conf_t *cf,
 static char *ngx_http_rl_rule_identity(ngx_conf_t *cf,
     ngx_http_rl_rule_t *rule, ngx_str_t *name, uint64_t window_us,
     ngx_str_t *algorithm);
-static ngx_int_t ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
-    ngx_http_complex_value_t **cv);
 static char *ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule);
 
 
@@ -826,7 +824,7 @@ ngx_http_rl_rule_spec(ngx_conf_t *cf, ngx_http_rl_rule_t *rule)
 /* A parameter's value with variables (key=, cost=, charge=), compiled
  * into *cv, made first when NULL. */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_rl_compile(ngx_conf_t *cf, ngx_str_t *value,
     ngx_http_complex_value_t **cv)
 {

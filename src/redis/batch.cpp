@@ -445,9 +445,12 @@ Call *sendRefund(Link *link, ngx_http_rl_group_t *g, bool asking, bool eval,
     argv[2] = reinterpret_cast<char *>(count);
     argvlen[2] = static_cast<size_t>(decimal(count, 2 * n) - count);
     /* keys (then their block keys) and specs in rule order, each rule
-     * its own record; a renewal or a charge at Redis' time (t = 0) */
+     * its own record; a renewal or a charge at Redis' time less how long
+     * it waited since it first left (t = -A), as in a batch */
+    int64_t waited = monotonicUs() - g->sent_us;
     int64_t t = kind == CallKind::Refund ? thenUs
-                : ngx_http_rl_nginx_clock ? realtimeUs() : 0;
+                : (ngx_http_rl_nginx_clock ? realtimeUs() : 0) -
+                      (waited > 0 ? waited : 0);
     u_char *p = requestHead(head, n, t);
     for (ngx_uint_t k = 0; k < n; k++) {
         argv[3 + k] = reinterpret_cast<char *>(g->keys[k].data);

@@ -233,9 +233,7 @@ void Cluster::askTimedOut() {
 }
 
 void Cluster::later(ngx_msec_t ms) {
-    if (!refresh_.timer_set && !exiting_ && !ngx_exiting && !ngx_quit &&
-        !ngx_terminate)
-    {
+    if (!refresh_.timer_set && !exiting_ && !stopping()) {
         ngx_add_timer(&refresh_, ms);
     }
 }

@@ -19,6 +19,11 @@
  * it connects: a fixed address, a name looked up again, the master
  * sentinels name (checked with ROLE), a cluster's node. The locator
  * also tells when the server moved (a sentinel's +switch-master).
+ *
+ * When nginx stops the worker gracefully (a reload), a link goes on
+ * connecting as long as the worker needs it (slots held, its own calls
+ * out: stopping(), link.hpp); then it stops, and connects again only if
+ * a call comes (resume()).
  */
 
 #include "link.hpp"
@@ -152,12 +157,17 @@ Link::~Link() {
  * a master: handshake()) and SCRIPT LOAD (loadScript()), whose reply
  * makes the link ready. A step that fails at once has logged, dropped
  * the connection and scheduled the next attempt. Requests queue while
- * the server is located, as behind the handshake. */
+ * the server is located, as behind the handshake. A connect under way
+ * goes on when the worker begins to exit. */
 void Link::connect() {
     retired_ = false;
-    if (exiting_ || ngx_exiting || ngx_terminate || ngx_quit ||
-        ac_ != nullptr || locating_)
-    {
+    if (!stopping()) {
+        start();
+    }
+}
+
+void Link::start() {
+    if (exiting_ || ngx_terminate || ac_ != nullptr || locating_) {
         return;
     }
     stopTimer(&reconnect_);
@@ -175,7 +185,7 @@ void Link::located(const ngx_http_rl_server_t *at, const char *why) {
         return;
     }
     locating_ = false;
-    if (exiting_ || retired_ || ngx_exiting || ngx_terminate || ngx_quit) {
+    if (exiting_ || retired_ || ngx_terminate) {
         flush();    /* queued calls: the policy */
         return;
     }
@@ -200,6 +210,13 @@ void Link::located(const ngx_http_rl_server_t *at, const char *why) {
     fresh_ = true;
     if (!flush_.posted) {
         ngx_post_event(&flush_, &ngx_posted_events);
+    }
+}
+
+void Link::resume() {
+    if ((ngx_exiting || ngx_quit) && ac_ == nullptr && !locating_ &&
+        !retired_ && !reconnect_.timer_set) {
+        start();
     }
 }
 
@@ -745,9 +762,7 @@ void Link::slotsReplied(const redisAsyncContext *, const redisReply *reply) {
 }
 
 void Link::schedule() {
-    if (exiting_ || retired_ || ngx_exiting || ngx_terminate || ngx_quit ||
-        reconnect_.timer_set)
-    {
+    if (exiting_ || retired_ || stopping() || reconnect_.timer_set) {
         return;
     }
     ngx_add_timer(&reconnect_, backoff_);

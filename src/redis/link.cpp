@@ -47,6 +47,18 @@ void onRefunded(redisAsyncContext *, void *reply, void *data) noexcept {
     call->link->refunded(call, static_cast<redisReply *>(reply));
 }
 
+/* What a failed call of the group's tells it: a call of the worker's
+ * own (owned_call.hpp) that did not run (TRYAGAIN: its slot migrates)
+ * goes again after a while; anything else failed (no reply, an error;
+ * a lease's call, a request's refund: as ever). */
+int failure(const ngx_http_rl_group_t *group, const redisReply *reply) {
+    return group->owned_done != nullptr && reply != nullptr &&
+                   classifyError({reply->str, reply->len}) ==
+                       ReplyError::SlotBusy
+               ? NGX_HTTP_RL_RETRY_LATER
+               : NGX_HTTP_RL_REFUND_FAILED;
+}
+
 }  // namespace
 
 bool Link::operatorCommand(redisCallbackFn *fn, void *data, int argc,
@@ -88,6 +100,7 @@ Call *Link::take(ngx_http_rl_group_t *group) {
 }
 
 Call *Link::send(ngx_http_rl_group_t *group, bool asking) {
+    resume();
     if (!usable()) {
         return nullptr;
     }
@@ -158,7 +171,7 @@ void Link::refunded(Call *call, const redisReply *reply) {
     if (group != nullptr) {
         group->call = nullptr;
         ngx_http_rl_refund_done(group, noScript ? NGX_HTTP_RL_RETRY_EVAL
-                                       : failed ? NGX_HTTP_RL_REFUND_FAILED
+                                       : failed ? failure(group, reply)
                                                 : NGX_HTTP_RL_RETRY_NONE);
     }
     if (refused) {
@@ -175,6 +188,7 @@ void Link::enqueue(Call *call) {
 }
 
 Call *Link::queue(ngx_http_rl_group_t *group, CallKind kind) {
+    resume();
     if (!usable() || kind == CallKind::Decide) {
         return nullptr;
     }
@@ -353,6 +367,8 @@ void Link::refundsReplied(Batch *batch, const redisReply *reply) {
                 cluster_->asked(to, this));
             r = group->ask != nullptr ? NGX_HTTP_RL_RETRY_ASK
                                       : NGX_HTTP_RL_REFUND_FAILED;
+        } else if (r == NGX_HTTP_RL_REFUND_FAILED) {
+            r = failure(group, reply);
         }
         ngx_http_rl_refund_done(group, r);
     });
@@ -399,6 +415,13 @@ void Link::replied(Batch *batch, redisReply *reply) {
                        ReplyError::Refused;
     if (reply == nullptr) {
         lost_ = true;
+        /* the script may have run: inflight.cpp releases the slots it
+         * may have taken when the request ends */
+        for (Call *c = batch->first; c != nullptr; c = c->next) {
+            if (c->group != nullptr) {
+                c->group->lost = 1;
+            }
+        }
     } else if (ready_) {
         stalled_ = false;
         stopDeadline();

@@ -31,6 +31,17 @@ inline void stopTimer(ngx_event_t *ev) {
     }
 }
 
+/* nginx stops the worker: its links stop connecting again (a lost
+ * connection is not made again, a cluster's map not asked again, the
+ * sentinels not watched), at once (ngx_terminate), or, when it lets the
+ * worker end gracefully (a reload: ngx_exiting), once nothing is held:
+ * until then the running requests' slots are renewed and released, the
+ * charges and a lease's returns sent (SPEC section 9). */
+inline bool stopping() {
+    return ngx_terminate ||
+           ((ngx_exiting || ngx_quit) && !ngx_http_rl_worker_busy());
+}
+
 class Store {
 public:
     virtual ~Store() = default;
@@ -71,6 +82,7 @@ public:
     bool retired() const { return retired_; }
     const ngx_http_rl_server_t &server() const { return server_; }
 
+    /* (not while the worker is stopping()) */
     void connect();
     /* from the locator: where the server is (NULL: nowhere known, why
      * says), for the connect under way */
@@ -142,7 +154,14 @@ public:
     }
 
 private:
-    /* the steps of connect() */
+    /* the steps of connect(): start() asks the locator, located()
+     * opens the connection (open(), startTls()) and sends the handshake
+     * (handshake(), loadScript()) */
+    void start();
+    /* A call comes to a link that stopped connecting as the worker
+     * began to exit (it needed nothing then): it connects now, the call
+     * queued behind the handshake. */
+    void resume();
     bool open();
     bool startTls();
     void handshake();

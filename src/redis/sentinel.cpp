@@ -103,8 +103,6 @@ bool announcedHost(ngx_str_t host) {
            (numericHost(host) || hostName(host));
 }
 
-bool stopping() { return ngx_exiting || ngx_terminate || ngx_quit; }
-
 }  // namespace
 
 Sentinels::Sentinels(ngx_http_rl_zone_t *zone, ngx_str_t label,

@@ -16,12 +16,14 @@ namespace {
 
 struct Entry {
     LruNode lru;
+    uint64_t serial;        /* unique to it in the zone's life */
     uint32_t zone;
+    uint32_t nameLen;
+    char name[RL_STATE_KEY_MAX];    /* "{VALUE}:ID" */
     Samples pending;        /* since worker 0 last took them */
     State state;            /* the law's (embedded), or as Redis said */
     double p50Us, p90Us;
-    int64_t inflight;       /* the fleet's (Redis), or held here */
-    int64_t held;           /* this instance's requests holding slots */
+    int64_t inflight;       /* the fleet's (Redis), or this instance's */
     int64_t changedMs;
     int64_t lastMs;         /* its last request */
     int64_t recent;         /* samples of its last interval */
@@ -33,6 +35,7 @@ struct Entry {
 
 struct Shared {
     LruIndex index;
+    uint64_t serials;       /* entries made */
 };
 
 /* An entry idle this long is forgotten: its history is over. */
@@ -49,22 +52,47 @@ Shared *sharedOf(ngx_slab_pool_t *pool) {
 }
 
 uint32_t hashOf(const ngx_str_t &key) {
-    return ngx_crc32_short(key.data, key.len);
+    ngx_uint_t h = 0;
+    for (size_t i = 0; i < key.len; i++) {
+        h = ngx_hash(h, key.data[i]);
+    }
+    return static_cast<uint32_t>(h);
 }
 
 Entry *entryOf(LruNode *n) { return reinterpret_cast<Entry *>(n); }
 
-int64_t nowMs() { return realtimeUs() / 1000; }
+/* the time nginx cached this turn, ms of the epoch */
+int64_t nowMs() {
+    ngx_time_t *t = ngx_timeofday();
+    return static_cast<int64_t>(t->sec) * 1000 +
+           static_cast<int64_t>(t->msec);
+}
 
 void drop(ngx_slab_pool_t *pool, Shared *sh, Entry *e) {
     sh->index.remove(&e->lru);
     ngx_slab_free_locked(pool, e);
 }
 
+/* The lookup key of a rule and key value, at out (kMaxKey bytes): the
+ * rule's id, then the value as is, or past 64 bytes its state key (a
+ * digest); its length. */
+size_t lookupKey(u_char *out, const ngx_http_rl_rule_t *rule,
+                 const ngx_str_t *value) {
+    u_char *p = ngx_cpymem(out, rule->id, RL_RULE_ID_LEN);
+    if (value->len <= 64) {
+        return static_cast<size_t>(ngx_cpymem(p, value->data, value->len) -
+                                   out);
+    }
+    char *end = rl_state_key_write(reinterpret_cast<char *>(p), "", 0,
+                                   reinterpret_cast<char *>(value->data),
+                                   value->len, rule->id);
+    return static_cast<size_t>(reinterpret_cast<u_char *>(end) - out);
+}
+
 /* The entry of the key, made if need be (the coldest forgotten while
  * the zone is full); NULL when out of room. Under the lock. */
 Entry *findOrCreate(ngx_slab_pool_t *pool, const ngx_str_t &key,
-                    uint32_t zone) {
+                    const ngx_http_rl_rule_t *rule, const ngx_str_t *value) {
     Shared *sh = sharedOf(pool);
     uint32_t hash = hashOf(key);
     LruNode *n = sh->index.find(key, hash);
@@ -82,7 +110,12 @@ Entry *findOrCreate(ngx_slab_pool_t *pool, const ngx_str_t &key,
         return nullptr;
     }
     new (e) Entry{};
-    e->zone = zone;
+    e->serial = ++sh->serials;
+    e->zone = static_cast<uint32_t>(rule->zone->index);
+    e->nameLen = static_cast<uint32_t>(
+        rl_state_key_write(e->name, "", 0,
+                           reinterpret_cast<char *>(value->data), value->len,
+                           rule->id) - e->name);
     e->lastMs = nowMs();
     sh->index.add(&e->lru, key, keyAfter(e, sizeof(Entry)), hash);
     return e;
@@ -106,59 +139,56 @@ size_t tableSize(ngx_http_rl_main_conf_t *rmcf) {
         return 0;
     }
     /* about 16 key values of each auto rule, and room for the pool */
-    return 256 * 1024 + n * 16 * (sizeof(Entry) + RL_STATE_KEY_MAX + 64);
+    return 256 * 1024 + n * 16 * (sizeof(Entry) + kMaxKey + 64);
 }
 
-size_t entryKey(char *out, const ngx_http_rl_rule_t *rule,
-                const ngx_str_t *value) {
-    char *end = rl_state_key_write(out, "", 0,
-                                   reinterpret_cast<char *>(value->data),
-                                   value->len, rule->id);
-    return static_cast<size_t>(end - out);
+/* The entry the rule's worker told last, if it is this value's and
+ * still that entry (its memory may have gone to another); under the
+ * lock. */
+Entry *toldBefore(Rule *a, const ngx_str_t *value) {
+    auto *e = static_cast<Entry *>(a->told);
+    return e != nullptr && a->toldLen == value->len &&
+                   ngx_memcmp(a->toldValue, value->data, value->len) == 0 &&
+                   e->serial == a->toldSerial
+               ? e : nullptr;
 }
 
-void decided(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
-             const ngx_str_t *value, uint64_t limit, bool admitted,
-             bool reached) {
+void tellTo(Entry *e, const ngx_http_rl_rule_t *rule, const Told &told) {
+    if (told.sampled) {
+        e->pending.add(told.latencyUs, told.overloaded);
+    }
+    e->pending.limited += told.reached ? 1 : 0;
+    e->lastMs = nowMs();
+    if (told.limit > 0 && !ngx_http_rl_embedded(rule->zone)) {
+        e->state.limit = told.limit;    /* as Redis decided it */
+    }
+}
+
+void tell(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
+          const ngx_str_t *value, const Told &told) {
     ngx_slab_pool_t *pool = poolOf(rmcf);
     if (pool == nullptr) {
         return;
     }
-    char text[RL_STATE_KEY_MAX];
-    ngx_str_t key = {entryKey(text, rule, value),
-                     reinterpret_cast<u_char *>(text)};
+    Rule *a = ruleOf(rule);
     ngx_shmtx_lock(&pool->mutex);
-    Entry *e = findOrCreate(pool, key, static_cast<uint32_t>(
-                                           rule->zone->index));
+    Entry *e = toldBefore(a, value);
     if (e != nullptr) {
-        e->pending.limited += reached ? 1 : 0;
-        e->held += admitted ? 1 : 0;
-        e->lastMs = nowMs();
-        if (limit > 0 && !ngx_http_rl_embedded(rule->zone)) {
-            e->state.limit = limit;     /* as Redis decided it */
-        }
-    }
-    ngx_shmtx_unlock(&pool->mutex);
-}
-
-void ended(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
-           const ngx_str_t *value, int64_t latencyUs, bool overloaded,
-           bool sampled) {
-    ngx_slab_pool_t *pool = poolOf(rmcf);
-    if (pool == nullptr) {
+        tellTo(e, rule, told);
+        ngx_shmtx_unlock(&pool->mutex);
         return;
     }
-    char text[RL_STATE_KEY_MAX];
-    ngx_str_t key = {entryKey(text, rule, value),
-                     reinterpret_cast<u_char *>(text)};
-    ngx_shmtx_lock(&pool->mutex);
-    Entry *e = findOrCreate(pool, key, static_cast<uint32_t>(
-                                           rule->zone->index));
+    u_char text[kMaxKey];
+    ngx_str_t key = {lookupKey(text, rule, value), text};
+    e = findOrCreate(pool, key, rule, value);
     if (e != nullptr) {
-        if (sampled) {
-            e->pending.add(latencyUs, overloaded);
+        tellTo(e, rule, told);
+        if (value->len <= sizeof(a->toldValue)) {
+            a->told = e;
+            a->toldSerial = e->serial;
+            a->toldLen = value->len;
+            ngx_memcpy(a->toldValue, value->data, value->len);
         }
-        e->held -= e->held > 0 ? 1 : 0;
     }
     ngx_shmtx_unlock(&pool->mutex);
 }
@@ -166,21 +196,29 @@ void ended(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
 void embedded(rl::Params *p, const ngx_http_rl_ctx_t *ctx, ngx_uint_t i) {
     auto *rule = &static_cast<ngx_http_rl_rule_t *>(
         ctx->lcf->rules->elts)[i];
+    embeddedAt(p, static_cast<ngx_http_rl_main_conf_t *>(
+                      ngx_http_get_module_main_conf(ctx->r,
+                                                    ngx_http_rl_module)),
+               rule, &ctx->values[i],
+               ctx->levels != nullptr ? ctx->levels[i] : 0);
+}
+
+void embeddedAt(rl::Params *p, ngx_http_rl_main_conf_t *rmcf,
+                const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+                int level) {
     Rule *a = ruleOf(rule);
-    p->delay = ctx->levels != nullptr ? ctx->levels[i] : 0;
+    p->delay = static_cast<uint64_t>(level);
     p->burst = a->params.max;
     if (live::specOf(rule, false) != &rule->spec) {
         return;     /* pinned: at the live limit */
     }
-    auto *rmcf = static_cast<ngx_http_rl_main_conf_t *>(
-        ngx_http_get_module_main_conf(ctx->r, ngx_http_rl_module));
-    ngx_slab_pool_t *pool = poolOf(rmcf);
+    ngx_slab_pool_t *pool = rmcf != nullptr ? poolOf(rmcf) : nullptr;
     State s;
     if (pool != nullptr) {
-        char text[RL_STATE_KEY_MAX];
-        size_t len = entryKey(text, rule, &ctx->values[i]);
+        u_char text[kMaxKey];
+        size_t len = lookupKey(text, rule, value);
         ngx_shmtx_lock(&pool->mutex);
-        Entry *e = findOnly(pool, text, len);
+        Entry *e = findOnly(pool, reinterpret_cast<char *>(text), len);
         if (e != nullptr) {
             s = e->state;
         }
@@ -223,17 +261,18 @@ void takeAllWith(ngx_http_rl_main_conf_t *rmcf,
     while (n != nullptr) {
         LruNode *next = sh->index.newer(n);
         Entry *e = entryOf(n);
-        if (now - e->lastMs > kIdleMs && e->held == 0) {
+        if (now - e->lastMs > kIdleMs) {
             drop(pool, sh, e);
             n = next;
             continue;
         }
         t.keyLen = n->sn.str.len;
         ngx_memcpy(t.key, n->sn.str.data, t.keyLen);
+        t.nameLen = e->nameLen;
+        ngx_memcpy(t.name, e->name, t.nameLen);
         t.zone = e->zone;
         t.samples = e->pending;
         t.state = e->state;
-        t.held = e->held;
         t.p50Us = e->p50Us;
         t.p90Us = e->p90Us;
         t.changedMs = e->changedMs;
@@ -278,10 +317,9 @@ bool busiest(ngx_http_rl_main_conf_t *rmcf, const char *ruleId,
     for (LruNode *n = sh->index.oldest(); n != nullptr;
          n = sh->index.newer(n)) {
         const ngx_str_t &k = n->sn.str;
-        /* "{VALUE}:ID": its rule's id last */
+        /* its rule's id first */
         if (k.len < RL_RULE_ID_LEN ||
-            ngx_memcmp(k.data + k.len - RL_RULE_ID_LEN, ruleId,
-                       RL_RULE_ID_LEN) != 0) {
+            ngx_memcmp(k.data, ruleId, RL_RULE_ID_LEN) != 0) {
             continue;
         }
         Entry *e = entryOf(n);
@@ -291,8 +329,8 @@ bool busiest(ngx_http_rl_main_conf_t *rmcf, const char *ruleId,
         }
     }
     if (best != nullptr) {
-        out->keyLen = best->lru.sn.str.len;
-        ngx_memcpy(out->key, best->lru.sn.str.data, out->keyLen);
+        out->keyLen = best->nameLen;
+        ngx_memcpy(out->key, best->name, out->keyLen);
         out->zone = best->zone;
         out->limit = best->state.limit;
         out->p50Us = best->p50Us;

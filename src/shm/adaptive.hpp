@@ -7,11 +7,13 @@
  * history), here for an embedded zone. The operator API and the metrics
  * read it too.
  *
- * An entry is named by the rule's state and the key value ("{VALUE}:ID",
- * a state key without its prefix: src/core/state_key.hpp), in least
- * recently used order; a full zone forgets the coldest (a Redis zone's
- * N lives on in Redis; an embedded zone's starts again from min). The
- * slab pool's mutex guards it. */
+ * An entry is found by the rule's state's id and the key value as is
+ * (its state key's digest form past 64 bytes), and keeps its state key
+ * without the prefix ("{VALUE}:ID", src/core/state_key.hpp) for Redis;
+ * in least recently used order, a full zone forgets the coldest (a
+ * Redis zone's N lives on in Redis; an embedded zone's starts again
+ * from min). The slab pool's mutex guards it. A request takes it once,
+ * as it ends. */
 #pragma once
 
 #include "ngx.hpp"
@@ -35,6 +37,12 @@ struct Rule {
     uint64_t pinnedN;                       /* the live limit the
                                                pinned specs are at */
     ngx_str_t pinned[2][4];
+    /* the entry this worker told last, to tell it again without a
+     * look-up (its serial says it is still that entry) */
+    void *told;
+    uint64_t toldSerial;
+    size_t toldLen;
+    u_char toldValue[64];
 };
 
 inline Rule *ruleOf(const ngx_http_rl_rule_t *rule) {
@@ -51,6 +59,9 @@ struct Point {
 };
 
 inline constexpr size_t kHistory = 600;     /* 10 minutes of intervals */
+
+/* An entry's lookup key: the id, then the value (or its state key) */
+inline constexpr size_t kMaxKey = RL_RULE_ID_LEN + RL_STATE_KEY_MAX;
 
 /* What the API and the metrics read of an entry. */
 struct View {
@@ -70,29 +81,28 @@ struct View {
 /* The zone's size for the configuration's auto rules (0: none). */
 size_t tableSize(ngx_http_rl_main_conf_t *rmcf);
 
-/* The entry's name for a rule and key value, at out (RL_STATE_KEY_MAX
- * bytes); its length. */
-size_t entryKey(char *out, const ngx_http_rl_rule_t *rule,
-                const ngx_str_t *value);
-
-/* A request of the rule and key value was decided with N: admitted or
- * not, and whether the limit was reached (refused, or the last slot
- * taken). */
-void decided(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
-             const ngx_str_t *value, uint64_t limit, bool admitted,
-             bool reached);
-
-/* A request of it ended: its latency and whether the upstream was
- * overloaded (sampled only when it was admitted and logged; its hold
- * on the instance's in-flight goes either way). */
-void ended(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
-           const ngx_str_t *value, int64_t latencyUs, bool overloaded,
-           bool sampled);
+/* What a request of the rule and key value tells, as it ends: the N it
+ * was decided with, whether it reached the limit (refused, or took the
+ * last slot of its level), and if it is a sample (admitted, logged) its
+ * latency and whether the upstream was overloaded. */
+struct Told {
+    uint64_t limit;
+    bool reached;
+    bool sampled;
+    int64_t latencyUs;
+    bool overloaded;
+};
+void tell(ngx_http_rl_main_conf_t *rmcf, const ngx_http_rl_rule_t *rule,
+          const ngx_str_t *value, const Told &told);
 
 /* An auto rule i of a request decided in shared memory (an embedded
  * zone, failure=local): its parameters at this instance's N (or the
  * live limit that pins it) and the request's level. */
 void embedded(rl::Params *p, const ngx_http_rl_ctx_t *ctx, ngx_uint_t i);
+/* The same for a key value and level (a read of its state: level 0) */
+void embeddedAt(rl::Params *p, ngx_http_rl_main_conf_t *rmcf,
+                const ngx_http_rl_rule_t *rule, const ngx_str_t *value,
+                int level);
 
 /* An interval's result for an entry: N, what the law read, the
  * in-flight and the points to add (after the last it has). */
@@ -114,12 +124,13 @@ struct Result {
  * longer than the history are forgotten. */
 enum Fate { kLeave = 0, kTaken = 1, kMoved = 2 };
 struct Taken {
-    char key[RL_STATE_KEY_MAX];
+    char key[kMaxKey];              /* its lookup key */
     size_t keyLen;
+    char name[RL_STATE_KEY_MAX];    /* "{VALUE}:ID" */
+    size_t nameLen;
     uint32_t zone;
     Samples samples;
     State state;
-    int64_t held;
     double p50Us, p90Us;
     int64_t changedMs;
     uint32_t lastPoint;     /* the newest point's time (s), 0: none */

@@ -234,5 +234,7 @@ void leaseUnspend(ngx_http_rl_group_t *g);
 void leaseCallDone(ngx_http_rl_group_t *g, const void *reply,
                    int64_t clockUs, const int64_t *limits, int64_t grant);
 void leaseRefundDone(ngx_http_rl_group_t *g, int retry);
+/* The worker's lease calls (grants, returns) are out. */
+bool leasesOut(ngx_http_rl_main_conf_t *rmcf);
 
 }  // namespace rl

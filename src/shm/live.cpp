@@ -221,6 +221,43 @@ void restartTrial(ngx_slab_pool_t *pool, Entry *e, const Stored &was,
     }
 }
 
+/* A reload: the settings the table kept that the names' rules, as
+ * configured now, cannot take (a rule changed: a fixed_window's live
+ * limit of 1e9 would make a sliding_log's log of 8 GB) are cleared, as
+ * the fleet ignores such a setting read from Redis. An embedded zone's
+ * is warned of here; a Redis zone's by the fleet, once it reads it
+ * again. */
+void clearUnfit(ngx_http_rl_main_conf_t *rmcf, ngx_log_t *log) {
+    auto *names = static_cast<ngx_http_rl_name_t *>(rmcf->names.elts);
+    for (ngx_uint_t i = 0; i < rmcf->names.nelts; i++) {
+        ngx_http_rl_name_t *name = &names[i];
+        Entry *e = entryOf(name);
+        Table *t = tableOf(name);
+        for (int k = 0; e != nullptr && t != nullptr && k < 2; k++) {
+            auto kind = static_cast<Kind>(k);
+            ngx_shmtx_lock(&t->pool->mutex);
+            Stored s = e->settings[k];
+            ngx_shmtx_unlock(&t->pool->mutex);
+            const char *why = nullptr;
+            if (s.limit < 0 ||
+                settingFits(name, kind, s.limit, ttlOf(s.untilMs, s.sinceMs),
+                            &why)) {
+                continue;
+            }
+            (void) write(name, kind, Setting(), 0);
+            if (ngx_http_rl_embedded(name->first->zone)) {
+                ngx_log_error(NGX_LOG_WARN, log, 0,
+                              "rl_api: %s of %L for rule \"%V\" in zone "
+                              "\"%V\" (kept across a reload) not applied: "
+                              "%s",
+                              kind == Kind::Limit ? "live limit" : "trial",
+                              s.limit, &name->first->name,
+                              &name->first->zone->name, why);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 size_t tableSize(ngx_http_rl_main_conf_t *rmcf) {
@@ -444,9 +481,28 @@ size_t trialTop(const ngx_http_rl_name_t *name, void *entries) {
     return n;
 }
 
+int64_t ttlOf(int64_t untilMs, int64_t sinceMs) {
+    if (untilMs == 0) {
+        return 0;
+    }
+    return untilMs > sinceMs ? untilMs - sinceMs : -1;
+}
+
 bool settingFits(const ngx_http_rl_name_t *name, Kind kind, int64_t n,
-                 const char **why) {
+                 int64_t ttlMs, const char **why) {
     const ngx_http_rl_rule_t *first = name->first;
+    if (n < 0 || n > kMaxLimit) {
+        *why = "the limit is not a whole number from 0 to 1e9";
+        return false;
+    }
+    if (kind == Kind::Trial && (ttlMs <= 0 || ttlMs > kMaxTrialTtlS * 1000)) {
+        *why = "a trial ends by itself within a day (ttl 1 to 86400 s)";
+        return false;
+    }
+    if (ttlMs < 0 || ttlMs > kMaxLimitTtlS * 1000) {
+        *why = "a live limit's ttl is at most ten years, or none";
+        return false;
+    }
     if (kind == Kind::Trial && first->algorithm == RL_ALGORITHM_CONCURRENCY) {
         *why = "a concurrency= rule takes no trial: its slots are held, not "
                "counted in a window";
@@ -556,5 +612,6 @@ extern "C" ngx_int_t ngx_http_rl_live_init_zone(ngx_shm_zone_t *shm_zone,
             l->entry = static_cast<Entry *>(rules[i]->named->live);
         }
     }
+    clearUnfit(rmcf, shm_zone->shm.log);
     return NGX_OK;
 }

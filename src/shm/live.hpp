@@ -39,6 +39,13 @@ struct Setting {
 inline constexpr size_t kMaxBy = 64;
 inline constexpr size_t kMaxReason = 256;
 
+/* A setting's bounds (SPEC section 11), the API's and the fleet's: N
+ * from 0 to 1e9; a trial's ttl from a second to a day, a live limit's
+ * at most ten years, or none. */
+inline constexpr int64_t kMaxLimit = 1000000000;
+inline constexpr int64_t kMaxTrialTtlS = 86400;
+inline constexpr int64_t kMaxLimitTtlS = 10LL * 366 * 86400;
+
 enum class Kind : uint8_t { Limit = 0, Trial = 1 };
 
 /* The zone's size for the configuration's names. */
@@ -130,12 +137,18 @@ void sweep(ngx_http_rl_main_conf_t *rmcf);
 /* The top keys of a name's trial (room for top::kListMax), or 0. */
 size_t trialTop(const ngx_http_rl_name_t *name, void *entries);
 
-/* Whether a live limit or trial of N is one the name's rules can take:
- * false with *why (a trial of a concurrency= or calendar rule, a bound
- * one of them cannot compute exactly, no slot at all). The API refuses
- * such a write; the fleet ignores such a setting read from Redis (a
- * rule defined differently elsewhere, a hand-made entry). */
+/* A setting's ttl in ms from its times: 0 for none, -1 for an end
+ * that is not after its start. */
+int64_t ttlOf(int64_t untilMs, int64_t sinceMs);
+
+/* Whether a live limit or trial of N for ttlMs (0: none) is one the
+ * name's rules can take: false with *why (N or the ttl out of bounds, a
+ * trial of a concurrency= or calendar rule, a bound one of them cannot
+ * compute exactly, no slot at all). The API refuses such a write; the
+ * fleet ignores such a setting read from Redis (a rule defined
+ * differently elsewhere, a hand-made entry), and a reload one kept in
+ * the table (a rule changed since). */
 bool settingFits(const ngx_http_rl_name_t *name, Kind kind, int64_t n,
-                 const char **why);
+                 int64_t ttlMs, const char **why);
 
 }  // namespace rl::live

@@ -31,6 +31,12 @@
  * died) is whole: the sweep frees it, as requests pass, and before a
  * zone with no room left gives a request the failure policy.
  *
+ * A lower N (a live limit, a key value's override, a reload) never
+ * shortens a sliding_log's or concurrency rule's log while it holds
+ * more than that N: its times and slots stay counted, and stay when the
+ * lower N ends (SPEC section 9); the log is made again for the lower N
+ * once it holds no more than it.
+ *
  * Time is CLOCK_MONOTONIC plus the wall clock's offset when the zone
  * was made: windows align to the epoch as the wall clock stood then,
  * and a step of the wall clock neither holds nor refills any key.
@@ -335,10 +341,13 @@ Node *allocate(ngx_http_rl_zone_t *z, size_t size, int64_t now,
 /* The node's state changed (a decision, a refund, a slot renewed or
  * released): when it is whole again, and whether it holds slots. While
  * it holds any it is in kHeldQueue, which making room never looks at;
- * with its last it goes back to its block's queue. */
+ * with its last it goes back to its block's queue. (A limit of 0, a
+ * live one, counts nothing: the state keeps the time it had.) */
 void settle(ngx_http_rl_zone_t *z, Node *n, const rl::Params &p,
             int64_t now) {
-    n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+    if (p.limit > 0) {
+        n->idleAt = rl::idleAtUs(p, n->state, logOf(n), now);
+    }
     uint32_t held = p.algorithm == rl::Algorithm::Concurrency &&
                     n->state.a > 0;
     if (held != n->held) {
@@ -386,10 +395,11 @@ void report(ngx_http_rl_zone_t *z, const Pressure &pr) {
     }
 }
 
-/* A sliding_log node made for another N (a reload changed the rule's
- * rate, or locations whose rules differ in N alone share the state):
- * made again with this N's ring, keeping its newest times. NULL when the
- * zone has no room. */
+/* A sliding_log or concurrency node made for another N (a reload
+ * changed the rule's rate, a live limit or an override, or locations
+ * whose rules differ in N alone share the state): made again with this
+ * N's log, keeping its entries (fit() shortens none that holds more).
+ * NULL when the zone has no room. */
 Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
              Node **keep, ngx_uint_t nkeep, Pressure *pr) {
     rl::LruQueues &lru = sharedOf(z)->lru;
@@ -433,6 +443,31 @@ Node *resize(ngx_http_rl_zone_t *z, Node *old, size_t slots, int64_t now,
     return n;
 }
 
+/* The node's log for `slots` entries (the N in force, or an
+ * override's): made again when it needs more, or fewer and holds no
+ * more than that; else as it is, so that a lower N forgets no slot held
+ * and no time admitted (SPEC section 9). NULL when the zone has no room
+ * to make it, or it must grow under another rule of this request. */
+Node *fit(ngx_http_rl_zone_t *z, Node *n, size_t slots, int64_t now,
+          Node **keep, ngx_uint_t nkeep, Pressure *pr) {
+    auto held = static_cast<size_t>(std::clamp<int64_t>(n->state.a, 0,
+                                                        n->slots));
+    if (n->slots == slots || (n->slots > slots && held > slots)) {
+        return n;
+    }
+    if (kept(n, keep, nkeep)) {
+        /* two rules of this request: a larger log serves both */
+        return n->slots > slots ? n : nullptr;
+    }
+    return resize(z, n, slots, now, keep, nkeep, pr);
+}
+
+/* The rule's parameters for the node's log as it is. */
+rl::Params forLog(rl::Params p, const Node *n) {
+    p.logEntries = n->slots;
+    return p;
+}
+
 /* A state's key in the zone's tree: its Redis key without the prefix. */
 struct NodeKey {
     u_char text[RL_STATE_KEY_MAX];
@@ -462,14 +497,11 @@ Node *findOrCreate(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
 
     auto *found = reinterpret_cast<Node *>(lru.find(key, hash));
     if (found != nullptr) {
-        if (found->slots != slots) {
-            if (kept(found, keep, nkeep)) {
-                return nullptr; /* two rules of this request */
-            }
-            return resize(z, found, slots, now, keep, nkeep, pr);
+        Node *n = fit(z, found, slots, now, keep, nkeep, pr);
+        if (n == found) {
+            lru.touch(&found->lru, queueOf(found));
         }
-        lru.touch(&found->lru, queueOf(found));
-        return found;
+        return n;
     }
 
     size_t size = nodeBytes(slots, len);
@@ -527,6 +559,7 @@ ngx_int_t countAt(ngx_http_rl_zone_t *z, const ngx_http_rl_rule_t *rule,
     Node *n = findOrCreate(z, rule, value, rl::logSlots(p), now, nullptr, 0,
                            &pr);
     if (n != nullptr) {
+        p = forLog(p, n);
         if (credit) {
             rl::credit(p, n->state, units, now);
         } else {
@@ -639,7 +672,7 @@ ngx_int_t ngx_http_rl_shm_decide(ngx_http_rl_group_t *g) noexcept {
             return NGX_ERROR;
         }
         at[n] = k;
-        dp[n] = params[k];
+        dp[n] = forLog(params[k], nodes[n]);
         dc[n] = costs[k];
         states[n] = &nodes[n]->state;
         logs[n] = logOf(nodes[n]);
@@ -699,6 +732,7 @@ void ngx_http_rl_shm_refund(ngx_http_rl_group_t *g,
         nodes[k] = findOrCreate(z, rule, rec.value(k), rl::logSlots(p),
                                 g->now_us, nodes, k, &pr);
         if (nodes[k] != nullptr) {
+            p = forLog(p, nodes[k]);
             p.slotId = g->slot_id;  /* a concurrency rule's: released */
             rl::refund(p, nodes[k]->state, logOf(nodes[k]), costs[k],
                        g->now_us);
@@ -763,6 +797,14 @@ ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
                                const int64_t *bounds,
                                rl_outcome_t *out) noexcept {
     rl::Params params = paramsOf(rule, bounds);
+    if (rule->adaptive != nullptr) {
+        /* concurrency=auto: at this instance's N */
+        rl::adaptive::embeddedAt(
+            &params, static_cast<ngx_http_rl_main_conf_t *>(
+                         ngx_http_cycle_get_module_main_conf(
+                             ngx_cycle, ngx_http_rl_module)),
+            rule, value, 0);
+    }
     NodeKey nk(rule, value);
     int64_t now = nowUs(z);
     rl::State fresh = {0, 0, 0};
@@ -775,13 +817,14 @@ ngx_int_t ngx_http_rl_shm_peek(ngx_http_rl_zone_t *z,
                             ? marked(z, rule, value, now, &params) : 0;
     auto *n = reinterpret_cast<Node *>(sharedOf(z)->lru.find(nk.key,
                                                              nk.hash));
-    if (n != nullptr && n->slots != rl::logSlots(params)) {
-        /* a sliding_log of another N: made again as a decision would */
-        n = resize(z, n, rl::logSlots(params), now, nullptr, 0, &pr);
+    if (n != nullptr) {
+        /* a log of another N: as a decision would make it */
+        n = fit(z, n, rl::logSlots(params), now, nullptr, 0, &pr);
     }
     const rl::State &state = n != nullptr ? n->state : fresh;
     if (n != nullptr) {
         log = logOf(n);
+        params = forLog(params, n);
     }
     rl::Check c = rl::check(params, state, log, 0, now);
     int64_t resetUs = c.left > 0 ? c.resetUs
@@ -824,8 +867,9 @@ void ngx_http_rl_shm_slot(ngx_http_rl_zone_t *z,
     ngx_shmtx_lock(&z->shpool->mutex);
     auto *n = reinterpret_cast<Node *>(sharedOf(z)->lru.find(*key, hash));
     if (n != nullptr && n->slots >= 2) {
-        /* the ring's own N: the rule's, or a key value's override's */
-        rl::Params p = paramsOf(rule);
+        /* the ring's own N: the rule's, or a key value's override's,
+         * or more (fit()) */
+        rl::Params p = forLog(paramsOf(rule), n);
         p.limit = n->slots / 2;
         p.slotId = slot;
         int64_t now = nowUs(z);

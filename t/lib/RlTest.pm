@@ -58,7 +58,7 @@ BEGIN {
 }
 use Test::More ();
 use File::Temp ();
-use Fcntl ();
+use POSIX ();
 
 use RlTest::Proc qw(now a_second wait_until free_port make_tempdir spawn);
 use RlTest::HTTP qw(http_get http_request http_start http_parallel);
@@ -82,6 +82,7 @@ our @EXPORT = qw(
     http_get http_request http_start http_parallel
     wait_until free_port spawn now a_second module_path repo_root
     code_status status_counts metric_value zone_config_test slots_held
+    next_month_day
     browser_needs browser_run
     $RedisPort $RedisSock $ServerPort $ServerRoot
 );
@@ -103,27 +104,6 @@ sub import {
         Test::More::plan(skip_all =>
             "module not built: $mod (build it or set RL_MODULE)");
     }
-    timing_lock() if $opt{timing_critical};
-}
-
-# use RlTest timing_critical => 1: a file that measures throughput or
-# latency (t/087, t/089) runs alone among such files, whatever runs it:
-# an exclusive flock on RL_TIMING_LOCK (default /tmp/rl-test-timing.lock),
-# held until the file's process exits. prove -j, the legs .ci/run runs
-# side by side and other developers' runs on the host all take the same
-# lock; what waited, and how long, is said.
-our $TIMING_LOCK;
-sub timing_lock {
-    my $path = $ENV{RL_TIMING_LOCK} || '/tmp/rl-test-timing.lock';
-    my $old = umask 0;
-    open $TIMING_LOCK, '>>', $path or die "$path: $!\n";
-    umask $old;
-    my $t0 = now();
-    flock $TIMING_LOCK, Fcntl::LOCK_EX() or die "flock $path: $!\n";
-    my $waited = now() - $t0;
-    Test::More::diag(sprintf 'waited %.1f s for %s (a timing-critical '
-                     . 'file ran elsewhere)', $waited, $path)
-        if $waited >= 1;
 }
 
 sub module_path { RlTest::Nginx::module_path() }
@@ -233,6 +213,25 @@ sub slots_held {
     my ($redis) = @_;
     my @args = ('EVAL', $SLOTS_HELD, 0, 'rl:*');
     return ref $redis eq 'CODE' ? $redis->(@args) : $redis->cli(@args);
+}
+
+# next_month_day($tz, $day): the epoch of the next DAY-th of a month,
+# 00:00 in that time zone, after now (where a monthly quota from that
+# billing day ends)
+sub next_month_day {
+    my ($tz, $day) = @_;
+    my $e;
+    {
+        local $ENV{TZ} = $tz;
+        POSIX::tzset();
+        my @t = localtime(time);
+        my ($mon, $year) = ($t[4], $t[5]);
+        $mon++ if $t[3] >= $day;
+        ($mon, $year) = (0, $year + 1) if $mon > 11;
+        $e = POSIX::mktime(0, 0, 0, $day, $mon, $year, 0, 0, -1);
+    }
+    POSIX::tzset();
+    return $e;
 }
 
 # metric_value($port, 'rl_store_up{zone="a"}'): that series' value on the

@@ -74,6 +74,12 @@ def severe(driver):
             if e.get("level") == "SEVERE"]
 
 
+def console_clean(driver, what="no error in the page's console"):
+    """A step: the page's console has no error."""
+    logs = severe(driver)
+    return report(not logs, what, logs)
+
+
 def rows(driver, table):
     """The cells' text of a table's body, read at once (the page redraws
     it every two seconds: element by element, a read would go stale)."""
@@ -121,17 +127,9 @@ def options(profile):
     return opts
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--page", required=True)
-    ap.add_argument("--limited", required=True)
-    ap.add_argument("--screenshot", required=True)
-    ap.add_argument("--rule", required=True)
-    ap.add_argument("--rejected", required=True)
-    ap.add_argument("--client", required=True)
-    ap.add_argument("--rules", type=int, required=True)
-    args = ap.parse_args()
-
+def drive(run, args):
+    """run(driver, args) in headless Chromium, its profile apart, then
+    the plan of the TAP lines it printed (the drivers' main())."""
     profile = tempfile.mkdtemp(prefix="rltest-chromium-")
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"),
                               options=options(profile))
@@ -141,6 +139,18 @@ def main():
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
     print("1..%d" % N)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--page", required=True)
+    ap.add_argument("--limited", required=True)
+    ap.add_argument("--screenshot", required=True)
+    ap.add_argument("--rule", required=True)
+    ap.add_argument("--rejected", required=True)
+    ap.add_argument("--client", required=True)
+    ap.add_argument("--rules", type=int, required=True)
+    drive(run, ap.parse_args())
 
 
 def run(driver, args):
@@ -222,8 +232,7 @@ def run(driver, args):
     report(msg, "unblocked from the page")
     report(status_of(args.limited, args.client) == 200,
            "then %s passes" % args.client)
-    logs = severe(driver)
-    report(not logs, "no error in the page's console", logs)
+    console_clean(driver)
 
 
 if __name__ == "__main__":

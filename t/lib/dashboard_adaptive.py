@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An adaptive rule on the operator dashboard (t/089-adaptive.t), in
+"""An adaptive rule on the operator dashboard (t/091-adaptive.t), in
 headless Chromium through Selenium: the rule is listed as learnt, and
 its box draws N, the requests in flight and the p90 over time, and what
 each priority level lost, as /1/rules says. Prints TAP lines.
@@ -10,16 +10,12 @@ each priority level lost, as /1/rules says. Prints TAP lines.
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dashboard import click_row, options, report, rows, severe, until  # noqa
+from dashboard import click_row, drive, report, rows, severe, until  # noqa
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 
@@ -85,15 +81,7 @@ def main():
     ap.add_argument("--page", required=True)
     ap.add_argument("--rule", required=True)
     ap.add_argument("--screenshot")
-    args = ap.parse_args()
-    profile = tempfile.mkdtemp(prefix="rltest-chromium-")
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"),
-                              options=options(profile))
-    try:
-        run(driver, args)
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+    drive(run, ap.parse_args())
 
 
 if __name__ == "__main__":

@@ -17,17 +17,13 @@ Prints TAP lines for t/071.
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dashboard  # noqa: E402
-from dashboard import (click_row, report, rows, severe,  # noqa: E402
+from dashboard import (click_row, console_clean, report, rows,  # noqa: E402
                        status_of, until)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
@@ -39,8 +35,7 @@ def run(driver, args):
     report(got and any(r and r[0].split(" ")[0] == args.rule for r in got),
            "opened at %s, the page lists the rules" % args.crafted,
            got)
-    logs = severe(driver)
-    report(not logs, "no error in the console (no fetch refused)", logs)
+    console_clean(driver, "no error in the console (no fetch refused)")
 
     # the page's own address, then the top list's "." and ".."
     driver.get(args.page)
@@ -77,8 +72,7 @@ def run(driver, args):
     driver.find_element(By.ID, "unblock").click()
     until(lambda: "unblocked" in driver.find_element(By.ID, "keymsg").text)
     report(status_of(args.limited, ".") == 200, "unblocked: '.' passes")
-    logs = severe(driver)
-    report(not logs, "no error in the page's console", logs)
+    console_clean(driver)
 
 
 def main():
@@ -88,16 +82,7 @@ def main():
     ap.add_argument("--limited", required=True)
     ap.add_argument("--rule", required=True)
     ap.add_argument("--dot", action="append", required=True)
-    args = ap.parse_args()
-    profile = tempfile.mkdtemp(prefix="rltest-chromium-")
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"),
-                              options=dashboard.options(profile))
-    try:
-        run(driver, args)
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-    print("1..%d" % dashboard.N)
+    dashboard.drive(run, ap.parse_args())
 
 
 if __name__ == "__main__":

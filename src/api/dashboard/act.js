@@ -6,7 +6,7 @@
 
   function ruleMessage(t, kind) {
     var m = $("rulemsg");
-    m.textContent = t;
+    say(m, t);
     m.className = "msg " + (kind || "");
   }
   function ruleWrite(method, suffix, body, done) {
@@ -82,7 +82,7 @@
   }
   function message(t, kind) {
     var m = $("keymsg");
-    m.textContent = t;
+    say(m, t);
     m.className = "msg " + (kind || "");
   }
   function showError(res) { message(errorText(res), "error"); }

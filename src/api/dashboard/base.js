@@ -30,25 +30,42 @@
   };
 
   function $(id) { return document.getElementById(id); }
+  /* A text as the page shows it: control and format characters as
+   * \uXXXX. A name is anything its instance or nginx.conf says: a bidi
+   * override (U+202E) in it would reorder what follows on the page, a
+   * zero-width one hide a difference. Every text the page writes goes
+   * through it (el, text, kvRow, say, tip). */
+  var CONTROLS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+  function shown(s) {
+    return String(s).replace(CONTROLS, function (c) {
+      var h = c.codePointAt(0).toString(16).toUpperCase();
+      return "\\u" + (h.length > 4 ? "{" + h + "}" : ("000" + h).slice(-4));
+    });
+  }
+  /* a node's text, its title (a title's lines kept apart) */
+  function say(node, t) { node.textContent = shown(t); }
+  function tip(node, t) {
+    node.title = String(t).split("\n").map(shown).join("\n");
+  }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) { e.className = cls; }
-    if (text !== undefined) { e.textContent = text; }
+    if (text !== undefined) { say(e, text); }
     return e;
   }
   function td(text, cls) { return el("td", cls, text); }
   function cell(text, cls, title) {
     var c = td(text, cls);
-    if (title) { c.title = title; }
+    if (title) { tip(c, title); }
     return c;
   }
-  function text(s) { return document.createTextNode(s); }
+  function text(s) { return document.createTextNode(shown(s)); }
   /* a row of a definition list: term k, its value a string, a node or
    * nodes */
   function kvRow(dl, k, v, cls) {
     dl.appendChild(el("dt", "", k));
     var dd = el("dd", cls || "");
-    if (typeof v === "string") { dd.textContent = v; }
+    if (typeof v === "string") { say(dd, v); }
     else { [].concat(v).forEach(function (x) { dd.appendChild(x); }); }
     dl.appendChild(dd);
   }
@@ -109,8 +126,32 @@
     return left > 0 ? fmtSeconds(left) + " left" : "ending";
   }
   /* a rule's limit's unit: "/m", " in flight" */
+  /* a rule's unit (or a drift's definition's): "/month" for a
+   * calendar rule, whose "window" is only its period's nominal length */
   function per(r) {
+    if (r.period) { return "/" + r.period; }
     return r.window === null ? " in flight" : "/" + fmtWindow(r.window);
+  }
+  var WEEKDAYS = { mon: "Monday", tue: "Tuesday", wed: "Wednesday",
+                   thu: "Thursday", fri: "Friday", sat: "Saturday",
+                   sun: "Sunday" };
+  function ordinal(n) {
+    var v = n % 100, th = ["th", "st", "nd", "rd"];
+    return n + (th[(v - 20) % 10] || th[v] || th[0]);
+  }
+  /* where a calendar rule's periods start: its time zone and anchor
+   * ("Europe/Berlin, from the 15th"); "" for another rule */
+  function calendarText(r) {
+    if (!r.period) { return ""; }
+    var a = r.anchor, from = "";
+    if (r.period === "month") {
+      from = !a ? "from the 1st"
+        : /^[0-9]+$/.test(a) ? "from the " + ordinal(+a)
+        : "from each key's " + a;
+    } else if (r.period === "week") {
+      from = "from " + (WEEKDAYS[a || "mon"] || a);
+    }
+    return r.tz + (from ? ", " + from : "");
   }
   function num(n) {
     return Math.round(n * 100) / 100;

@@ -166,7 +166,7 @@
   }
 
   function status(ok, t) {
-    $("status").textContent = t;
+    say($("status"), t);
     $("status").className = ok ? "" : "bad";
   }
 

@@ -90,12 +90,12 @@
       if (i.gone) { gone++; } else if (i.up) { up++; }
       var tr = el("tr", i.gone ? "gone" : "");
       var name = td(i.name);
-      name.title = "id " + i.id;
+      tip(name, "id " + i.id);
       if (i.duplicate) {
         name.appendChild(text(" "));
         var d = el("span", "pill down", "same name twice");
-        d.title = "two instances publish under this name (ids apart): " +
-                  "reported, not merged";
+        tip(d, "two instances publish under this name (ids apart): " +
+               "reported, not merged");
         name.appendChild(d);
       }
       tr.appendChild(name);
@@ -113,13 +113,13 @@
         : el("span", "pill " + (i.up ? "up" : "down"),
              i.up ? "up" : "Redis DOWN"));
       if (i.gone) {
-        st.title = "not seen for 3 intervals: its figures are left out";
+        tip(st, "not seen for 3 intervals: its figures are left out");
       }
       tr.appendChild(st);
       var dr = td("");
       if (i.drift && i.drift.length) {
         var p = el("span", "pill drift", i.drift.join(", "));
-        p.title = "defines these rules unlike most instances";
+        tip(p, "defines these rules unlike most instances");
         dr.appendChild(p);
       } else {
         dr.appendChild(el("span", "zero", "none"));
@@ -127,9 +127,9 @@
       tr.appendChild(dr);
       tb.appendChild(tr);
     });
-    $("fleetof").textContent = (list.length - gone) + " in zone " +
+    say($("fleetof"), (list.length - gone) + " in zone " +
       state.fleetZone + (gone ? ", " + gone + " gone" : "") +
-      ", each publishing every " + fmtSeconds(z.interval);
+      ", each publishing every " + fmtSeconds(z.interval));
     $("fleetof").appendChild(el("span", "bad", stale()));
   }
 
@@ -219,7 +219,7 @@
     function pill(cls, t, title) {
       c.appendChild(text(" "));
       var p = el("span", "pill " + cls, t);
-      if (title) { p.title = title; }
+      if (title) { tip(p, title); }
       c.appendChild(p);
     }
     if (q.rejected_dry_run > 0 && q.rejected === 0) {
@@ -227,8 +227,8 @@
     }
     if (r.drift) {
       pill("drift", "drift", r.drift.map(function (d) {
-        return d.limit + "/" + fmtWindow(d.window) + " " + d.algorithm +
-               ": " + d.instances.join(", ");
+        return d.limit + per(d) + " " + d.algorithm + ": " +
+               d.instances.map(shown).join(", ");
       }).join("\n"));
     }
     if (r.trial) {
@@ -238,10 +238,10 @@
       line.appendChild(text(" would reject " + fmtCount(t.rejected) +
         " of " + fmtCount(t.rejected + t.passed) + " · " +
         fmtLeft(t.until)));
-      line.title = "a trial at " + t.limit + per(r) + ", in dry run: " +
+      tip(line, "a trial at " + t.limit + per(r) + ", in dry run: " +
         t.rejected + " requests it would have rejected, " + t.passed +
         " it would have let in, " + fmtUntil(t.until) +
-        (t.by ? ", started by " + t.by : "");
+        (t.by ? ", started by " + t.by : ""));
       c.appendChild(line);
     }
     return c;
@@ -260,10 +260,10 @@
         "live · " + fmtLeft(r.live.until) +
         (r.live.by ? " · " + r.live.by : ""));
       c.appendChild(line);
-      c.title = "configured " + r.configured + per(r) + "; live " +
+      tip(c, "configured " + r.configured + per(r) + "; live " +
         r.live.limit + per(r) + " " + fmtUntil(r.live.until) +
         (r.live.by ? ", set by " + r.live.by : "") +
-        (r.live.reason ? ": " + r.live.reason : "");
+        (r.live.reason ? ": " + r.live.reason : ""));
     } else {
       c.appendChild(text(String(r.limit)));
       c.appendChild(el("span", "unit", per(r)));
@@ -271,13 +271,23 @@
         c.appendChild(el("span", "line2", "auto · " + r.adaptive.min +
                          " to " + r.adaptive.max));
       }
-      c.title = r.adaptive ? "concurrency=auto: learnt from the upstream"
-                           : r.algorithm;
+      tip(c, r.adaptive ? "concurrency=auto: learnt from the upstream"
+                        : r.algorithm);
+    }
+    /* a calendar rule: its time zone and where its periods start */
+    if (r.period) {
+      c.appendChild(el("span", "line2 calendar", calendarText(r)));
     }
     return c;
   }
 
   function whatIfCell(r, b) {
+    if (r.adaptive) {
+      /* N moves with the upstream: a fraction of today's says nothing */
+      var a = td("learnt", "n muted");
+      tip(a, "concurrency=auto: its N follows the upstream's latency");
+      return a;
+    }
     var w = whatIf(r.usage, b), now = rejectedShare(r.usage);
     var c = td("", "n" + (w !== null && w > now ? " warn" : ""));
     var at = r.limit * BOUNDS[b];
@@ -292,9 +302,9 @@
     wrap.appendChild(track);
     wrap.appendChild(el("span", "share", fmtShare(w)));
     c.appendChild(wrap);
-    c.title = "with a limit of " + num(at) + per(r) + ", " +
+    tip(c, "with a limit of " + num(at) + per(r) + ", " +
       (w === null ? "–" : fmtShare(w)) +
-      " of the requests decided would have been rejected";
+      " of the requests decided would have been rejected");
     return c;
   }
 
@@ -320,13 +330,13 @@
              x.r.name.localeCompare(y.r.name, undefined, { numeric: true });
     });
     tb.textContent = "";
-    var shown = 0;
+    var listed = 0;
     var fleet = fleetOn();
     rows.forEach(function (row) {
       var r = row.r, q = r.requests;
       if (filter && (r.name + " " + r.zone + " " + r.key).toLowerCase()
                         .indexOf(filter) < 0) { return; }
-      shown++;
+      listed++;
       var tr = el("tr", "rule" + (state.selected === ruleId(r)
                                    ? " selected" : ""));
       tr.dataset.id = ruleId(r);
@@ -352,8 +362,8 @@
       }
       tb.appendChild(tr);
     });
-    $("rulecount").textContent = (shown === all.length
-      ? all.length + " rules" : shown + " of " + all.length + " rules") +
+    $("rulecount").textContent = (listed === all.length
+      ? all.length + " rules" : listed + " of " + all.length + " rules") +
       (fleet ? " · the fleet's: summed over the instances" : "");
     $("rulecount").appendChild(el("span", "bad", stale()));
   }
@@ -364,7 +374,7 @@
     var row = selectedRow(), r = row && row.r;
     var box = $("rulestate");
     box.textContent = "";
-    $("ruleof").textContent = r ? r.name + " (" + r.zone + ")" : "";
+    say($("ruleof"), r ? r.name + " (" + r.zone + ")" : "");
     $("ruleforms").hidden = !r || !state.write;
     if (!r) {
       box.className = "empty";
@@ -386,6 +396,10 @@
       kvRow(dl, "limit", r.limit + per(r) + " as configured (" +
             r.algorithm + ")");
     }
+    if (r.period) {
+      kvRow(dl, "period", "a calendar " + r.period + " in " +
+            calendarText(r));
+    }
     if (r.trial) {
       var t = r.trial;
       kvRow(dl, "trial", [el("span", "pill trial", t.limit + per(r)),
@@ -402,8 +416,7 @@
       kvRow(dl, "instances", String(r.instances) + (r.drift
         ? " (defined " + r.drift.length + " ways: " +
           r.drift.map(function (d) {
-            return d.limit + "/" + fmtWindow(d.window) + " on " +
-                   d.instances.join(", ");
+            return d.limit + per(d) + " on " + d.instances.join(", ");
           }).join("; ") + ")" : ""));
     }
     box.appendChild(dl);
@@ -418,7 +431,8 @@
     }
     $("newunit").textContent = per(r);
     renderNewShare();
-    $("trialrow").hidden = r.window === null;
+    /* (no trial for a concurrency= or calendar rule: refused) */
+    $("trialrow").hidden = r.window === null || !!r.period;
     $("trystop").disabled = !r.trial;
     $("liveclear").disabled = !r.live;
   }
@@ -427,6 +441,10 @@
     var out = $("newshare");
     out.textContent = "";
     if (!r || !(n >= 0) || $("newlimit").value === "") { return; }
+    if (r.adaptive) {
+      out.appendChild(text("set live, it pins N there until it ends"));
+      return;
+    }
     var t = whatIfText(r.usage, r.limit ? n / r.limit : 2);
     out.appendChild(text("would have rejected "));
     out.appendChild(el("b", "", t));
@@ -437,8 +455,8 @@
     var tb = $("top").tBodies[0];
     tb.textContent = "";
     var trial = state.topKind === "trial" && rule && rule.trial;
-    $("topof").textContent = rule ? "of " + rule.name + " (" + rule.zone +
-      ")" + (fleet ? ", every instance" : "") : "";
+    say($("topof"), rule ? "of " + rule.name + " (" + rule.zone +
+      ")" + (fleet ? ", every instance" : "") : "");
     $("topkindbox").hidden = !(rule && rule.trial);
     $("topcount").textContent = fleet ? "instances" : "admitted since listed";
     $("topcount").title = fleet
@@ -524,9 +542,9 @@
   function renderAudit() {
     var tb = $("audit").tBodies[0];
     tb.textContent = "";
-    $("auditof").textContent = state.fleetZone
+    say($("auditof"), state.fleetZone
       ? "every write of the API, on any instance, newest first (zone " +
-        state.fleetZone + ")" : "";
+        state.fleetZone + ")" : "");
     if (state.auditError) {
       var er = el("tr");
       var ec = td(state.auditError, "bad");

@@ -15,11 +15,12 @@
 use strict;
 use warnings;
 use lib 't/lib';
-use RlTest timing_critical => 1;
+use RlTest;
 use RlTest::Api;
 use RlTest::Load;
 use JSON::PP ();
 
+my $timed = RlTest::Load::timing_critical();
 my $r  = start_redis();
 my $up = start_upstream();
 my $UP = $up->port;
@@ -86,16 +87,30 @@ sub rules_of {
         select undef, undef, undef, 0.25;
     }
     $load->finish;
+    # what the clients saw each second and N four times a second, said
+    # once if a figure missed its bound
+    my $told;
+    my $tell = sub {
+        return if $told++;
+        diag(join "\n", map {
+            sprintf '%2d s: %3d answers, p90 %s', $_->{t}, $_->{goodput},
+                $_->{p90} // '-' } $load->series);
+        diag('N: ' . join ' ', @seen);
+        diag('load average: ' . `cat /proc/loadavg`);
+    };
     my $at = sub {
         my ($from, $to, $c) = @_;
         my $s = $load->stats(from => $from, to => $to);
         my $goal = 0.8 * $c * 1000 / $S;
-        cmp_ok($s->{goodput}, '>=', $goal,
-               "C = $c, seconds $from to $to: $s->{goodput} answers a "
-               . "second (at least $goal)") or diag(explain($s));
-        cmp_ok($s->{p90}, '<=', 2 * $S / 1000,
-               "and the admitted requests' p90 $s->{p90} s within 2 S")
-            or diag(explain($s));
+        SKIP: {
+            skip "the sanitizers' workers are 3x slower", 2 unless $timed;
+            cmp_ok($s->{goodput}, '>=', $goal,
+                   "C = $c, seconds $from to $to: $s->{goodput} answers a "
+                   . "second (at least $goal)") or $tell->();
+            cmp_ok($s->{p90}, '<=', 2 * $S / 1000,
+                   "and the admitted requests' p90 $s->{p90} s within 2 S")
+                or $tell->();
+        }
     };
     $at->(8, 12, $C);           # within 10 s of the start (and after)
     $at->(17, 20, $C / 2);      # halved at 12: within 5 s
@@ -152,19 +167,91 @@ sub rules_of {
     my $load = RlTest::Load->start(
         urls => urls(@ng), clients => 48, seconds => 14, deadline => 2,
         pause_ms => $S, groups => ['4:X-Priority=0', '44:X-Priority=3']);
+    my @n;
+    while (!$load->done) {
+        push @n, fleet_n();
+        select undef, undef, undef, 0.25;
+    }
     $load->finish;
     my $p0 = $load->stats(from => 4, to => 14, group => 0);
     my $p3 = $load->stats(from => 4, to => 14, group => 1);
     my $ok0 = ($p0->{codes}{200} // 0) / ($p0->{requests} || 1);
     cmp_ok($ok0, '>=', 0.99,
            "priority 0: $p0->{codes}{200} of $p0->{requests} served")
-        or diag(explain($p0));
+        or diag(explain($p0), "N: @n");
     cmp_ok($p3->{codes}{503} // 0, '>', 0, 'the refusals fell on 3');
     my $left = $C * 1000 / $S - $p0->{goodput};
-    cmp_ok($p3->{goodput}, '>=', 0.7 * $left,
-           "3 used the capacity left: $p3->{goodput} a second of $left")
-        or diag(explain($p3));
+    SKIP: {
+        skip "the sanitizers' workers are 3x slower", 1 unless $timed;
+        cmp_ok($p3->{goodput}, '>=', 0.7 * $left,
+               "3 used the capacity left: $p3->{goodput} a second of $left")
+            or diag(explain($p3), "N: @n");
+    }
     $_->stop for @ng;
+}
+
+# ------------------------------------------------------------ the fleet's view
+{
+    $r->cli('FLUSHALL');
+    my @ng = map { start_nginx(redis => $r, workers => 1, ready => 1,
+                               config => <<"CONF") } 1 .. 2;
+    rl_fleet name=i$_ interval=1s;
+    rl_zone main redis=127.0.0.1:\$RedisPort timeout=2s;
+    server {
+        listen 127.0.0.1:\$ServerPort;
+        location /w {
+            rl_rule zone=main key=backend concurrency=auto
+                    priority=\$arg_p name=auto;
+            proxy_pass http://127.0.0.1:$UP/work;
+        }
+        location /rl/ { rl_api; }
+    }
+CONF
+    http_get($_->port, '/w?ms=1&p=1') for @ng;
+    http_get($ng[0]->port, '/w?ms=1&p=2');
+    my $fleet;
+    ok(wait_until(sub {
+        ($fleet) = grep { $_->{name} eq 'auto' } @{ $JSON->decode(
+            http_get($ng[1]->port, '/rl/1/fleet/rules')->{body} || '[]') };
+        $fleet && $fleet->{instances} == 2
+            && $fleet->{priorities}[1]{passed} == 2
+            && @{ $fleet->{adaptive}{history} } >= 1;
+    }, timeout => 3 * a_second()),
+       '/1/fleet/rules: the levels summed over the instances, the '
+       . 'adaptive block') or diag(explain($fleet));
+    is($fleet->{limit}, fleet_n(), 'and "limit" the fleet\'s N');
+    $_->stop for @ng;
+}
+
+# ------------------------------------------------------------ a Cluster
+{
+    require RlTest::Cluster;
+    my $c = RlTest::Cluster->new(masters => 3);
+    my $seeds = $c->seeds;
+    my $ng = start_nginx(workers => 2, config => <<"CONF");
+    rl_zone main cluster=$seeds timeout=2s;
+    server {
+        listen 127.0.0.1:\$ServerPort;
+        location /w { rl_rule zone=main key=\$arg_k concurrency=auto
+                              name=auto;
+                      proxy_pass http://127.0.0.1:$UP/work; }
+        location /rl/ { rl_api; }
+    }
+CONF
+    $up->capacity($C, $S);
+    my $load = RlTest::Load->start(urls => [ 'http://127.0.0.1:' . $ng->port
+                                             . '/w?k=be' ],
+                                   clients => 16, seconds => 4,
+                                   deadline => 2, pause_ms => $S);
+    $load->finish;
+    my $m = $c->master_for_key('rl:{be}');
+    my ($key) = grep { /:a$/ } split /\n/, $c->cli_on($m, 'KEYS', 'rl:*');
+    ok($key, 'a Cluster: N kept on the master of the key value\'s slots');
+    my $n = $key ? $c->cli_on($m, 'HGET', $key, 'n') : -1;
+    ok(wait_until(sub { rules_of($ng)->{limit} == $n }, timeout => 3),
+       "and read by the instance (N $n)");
+    $ng->stop;
+    $c->stop;
 }
 
 # ------------------------------------------------------------ answers
@@ -221,10 +308,14 @@ sub rules_of {
                                    groups => ['48:X-Priority=0']);
     $load->finish;
     my $s = $load->stats(from => 8, to => 12);
-    cmp_ok($s->{goodput}, '>=', 0.8 * $C * 1000 / $S,
-           "the embedded store learns alike: $s->{goodput} a second")
-        or diag(explain($s));
-    cmp_ok($s->{p90}, '<=', 2 * $S / 1000, "p90 $s->{p90} s within 2 S");
+    SKIP: {
+        skip "the sanitizers' workers are 3x slower", 2 unless $timed;
+        cmp_ok($s->{goodput}, '>=', 0.8 * $C * 1000 / $S,
+               "the embedded store learns alike: $s->{goodput} a second")
+            or diag(explain($s));
+        cmp_ok($s->{p90}, '<=', 2 * $S / 1000,
+               "p90 $s->{p90} s within 2 S");
+    }
     my $auto = rules_of($ng);
     cmp_ok($auto->{limit}, '>=', $C / 2, "its N: $auto->{limit}");
     cmp_ok(scalar @{ $auto->{adaptive}{history} }, '>=', 8,
