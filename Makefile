@@ -123,7 +123,8 @@ PAGE    := src/api/dashboard/embed.sh $(wildcard src/api/dashboard/*.html \
              src/api/dashboard/*.css src/api/dashboard/*.js)
 
 .PHONY: all deps test-deps module unit unit-build integration test \
-        test-nginx fuzz run stop clean deb docs screenshot server sources
+        test-nginx fuzz run stop clean deb docs screenshot server sources \
+        sources-nginx sources-servers
 
 all: module unit-build
 
@@ -171,7 +172,7 @@ unit: unit-build
 
 integration: test-deps module $(SERVER_BIN)
 	@$(san_reset)
-	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove -r $(T); \
+	RL_MODULE=$(MODULE) RL_NGINX=$(NGX_BIN) $(SAN_ENV) prove --timer -r $(T); \
 	    rc=$$?; $(san_check) || rc=1; exit $$rc
 
 test: unit integration
@@ -224,13 +225,19 @@ server: $(SERVER_BIN)
 # make sources: every build of Debian 13's sources (hiredis 1.2, nginx
 # 1.26, Redis 8.0, Valkey 8.1) into build/deps, one after the other (they
 # share the private apt configuration): then legs that use them can run
-# side by side (.ci/run)
-DEBIAN13   := $(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a \
-              $(DEPS)/nginx-1.26.3/objs/nginx \
-              $(DEPS)/redis-8.0/bin/redis-server \
-              $(DEPS)/valkey-8.1/bin/redis-server
+# side by side (.ci/run). Its halves: make sources-nginx (hiredis 1.2,
+# nginx 1.26), make sources-servers (Redis 8.0, Valkey 8.1); never both
+# at once.
+SOURCES_NGINX   := $(DEPS)/hiredis-1.2/lib/libhiredis_ssl.a \
+                   $(DEPS)/nginx-1.26.3/objs/nginx
+SOURCES_SERVERS := $(DEPS)/redis-8.0/bin/redis-server \
+                   $(DEPS)/valkey-8.1/bin/redis-server
 sources: deps
-	@$(MAKE) --no-print-directory -j1 $(DEBIAN13)
+	@$(MAKE) --no-print-directory -j1 $(SOURCES_NGINX) $(SOURCES_SERVERS)
+sources-nginx: deps
+	@$(MAKE) --no-print-directory -j1 $(SOURCES_NGINX)
+sources-servers: deps
+	@$(MAKE) --no-print-directory -j1 $(SOURCES_SERVERS)
 
 # The servers of Debian 13 (Redis 8.0, Valkey 8.1), with TLS, as
 # Debian builds them (jemalloc, the Lua of their tree); only the server

@@ -9,6 +9,10 @@
 #       and writes OUT: one line per file, "FILE<TAB>ok|fail|skip<TAB>
 #       FAILED-SUBTESTS<TAB>SECONDS". MODE only names the run in its log.
 #
+#   nginx-suite.pl failing DIR MODE...
+#       prints the files that failed in any DIR/MODE.tsv, once each: the
+#       ones the baseline (none) runs for
+#
 #   nginx-suite.pl compare DIR MODE...
 #       reads DIR/none.tsv and DIR/MODE.tsv for each MODE and prints the
 #       files that fail with the module and pass without it, marking the
@@ -86,9 +90,11 @@ if ($cmd eq 'run') {
     exit merge(@ARGV);
 } elsif ($cmd eq 'proof') {
     exit proof(@ARGV);
+} elsif ($cmd eq 'failing') {
+    exit failing(@ARGV);
 }
 die "usage: $0 run MODE OUT FILE... | compare DIR MODE... | "
-    . "merge TSV AGAIN-TSV | proof DIR PROOF\n";
+    . "merge TSV AGAIN-TSV | proof DIR PROOF | failing DIR MODE...\n";
 
 sub run {
     my ($mode, $out, @files) = @_;
@@ -151,8 +157,8 @@ sub compare {
             $passed++ if $with->{$file}{status} eq 'ok';
             next unless $with->{$file}{status} eq 'fail';
             $passed++;      # unless it is one of the regressions below
-            my $b = $base->{$file};
-            next if !$b || $b->{status} eq 'skip';
+            my $b = $base->{$file} // { status => 'not run', failed => '' };
+            next if $b->{status} eq 'skip';
             my $failed = $with->{$file}{failed};
             # failing without the module too (nginx 1.22.1's own bugs,
             # this host): only subtests that pass without it count
@@ -168,7 +174,9 @@ sub compare {
             $passed--;
             push @regressions, "$file ($mode): subtests $failed "
                 . "(without the module: "
-                . ($b->{status} eq 'ok' ? 'ok' : "fails $b->{failed}") . ')';
+                . ($b->{status} eq 'ok' ? 'ok'
+                   : $b->{status} eq 'fail' ? "fails $b->{failed}"
+                   : $b->{status}) . ')';
             push @again, "$mode\t$file";
         }
     }
@@ -193,6 +201,17 @@ sub compare {
     print "nginx-suite: known difference: $_\n" for @known;
     print "nginx-suite: FAILS WITH THE MODULE: $_\n" for @regressions;
     return @regressions ? 1 : 0;
+}
+
+sub failing {
+    my ($dir, @modes) = @_;
+    my %f;
+    for my $mode (@modes) {
+        my $r = load("$dir/$mode.tsv");
+        $f{$_} = 1 for grep { $r->{$_}{status} eq 'fail' } keys %$r;
+    }
+    print "$_\n" for sort keys %f;
+    return 0;
 }
 
 # TSV with the lines of AGAIN-TSV (a second run of some files) in place
