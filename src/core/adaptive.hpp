@@ -5,32 +5,31 @@
  * are summed in (per worker in shared memory, per fleet in Redis).
  *
  * The law (docs/choices.md says why; lua/adaptive.lua runs the same
- * arithmetic in Redis for a fleet, tests/differential_test.cpp holds
+ * arithmetic in Redis for a fleet, tests/adaptive_lua_test.cpp holds
  * the two alike):
  *
- * - The latency L of an interval is its samples' p50, or their p90
- *   when the rule has a target= (a p90 objective). The baseline B is
- *   the no-load latency: the lowest p50 seen, forgotten slowly (each
- *   interval it moves kForget of the way up to the interval's p50), so
- *   a slower but healthy upstream is not taken as overloaded for ever.
+ * - The latency L of an interval is its samples' p90. The baseline B
+ *   is the no-load latency: the lowest p90 seen, which forgets upwards
+ *   (kForget of the way to the interval's p90) only from a latency N
+ *   did not make: the limit not reached, or N at min (a slower but
+ *   healthy upstream is learnt there; the queues N lets in are not).
  *   The objective O is B x kTolerance, or target.
  * - More than kOverloadShare of the samples overloaded (a 502, 503,
  *   504 or 429 from the upstream, or a timeout): N halves.
- * - L above O: N follows the gradient back to the baseline, N x B / L
- *   (with a target, N x target / L), at most halving. For an upstream
- *   of capacity C that queues what it cannot serve, L is about S x N / C
- *   once N passes C, so one step brings N back to about C.
+ * - L above O: N steps down by half the gradient's step, N x (1 - O /
+ *   L) / 2, at least 1, at most halving. For an upstream of capacity C
+ *   that queues what it cannot serve, L is about S x N / C once N
+ *   passes C, so the whole step would land on C; but a queue of one
+ *   doubles the p90 of fixed service times, and the whole step halved
+ *   N for it.
  * - Else, while the limit is reached (a request was refused, or one
  *   took the last slot) N grows, but not for kSettle intervals after a
  *   step down (what the new N costs in latency is not known before
- *   the end of the next, and each probe above the capacity queues a
- *   few requests behind a whole service time): it doubles until the
- *   first step down
- *   (from min to the capacity within a few intervals, whatever C is),
- *   then by half the square root of N, at least 1 (a queue of that
- *   many, briefly, is what an overshoot costs: a tenth of C or less
- *   from C = 25 up), and doubles again after kRestart intervals of
- *   growth in a row (a capacity far larger than N).
+ *   the end of the next): it doubles until the first step down or the
+ *   first queue showing (L past B x kQueued), then grows by half the
+ *   square root of N, at least 1, a step that doubles every kRestart
+ *   intervals of growth in a row while no queue shows (a capacity far
+ *   larger than N); a queue showing starts it over.
  * - An interval without samples changes nothing. N stays within [min,
  *   max].
  *
