@@ -112,6 +112,24 @@ TEST(Adaptive, FollowsTheCapacityHalvedAndDoubled) {
     }
 }
 
+TEST(Adaptive, AfterACutNFollowsADoubledCapacityWithin10) {
+    /* a busy host's slow interval cut N to 5 just as the capacity
+     * doubled to 16: N holds kSettle intervals, then its step doubles
+     * each interval while no queue shows */
+    Params p;
+    State s;
+    s.limit = 5;
+    s.baselineUs = kS * 1.04;
+    s.growing = false;
+    s.settle = kSettle;
+    auto seen = run(p, s, 16, 10);
+    EXPECT_GE(seen[5], 13u) << ::testing::PrintToString(seen);
+    for (int i = 6; i < 10; i++) {
+        EXPECT_GE(seen[i], 13u) << i;
+        EXPECT_LE(latencyAt(seen[i], 16), 2.0 * kS) << i;
+    }
+}
+
 TEST(Adaptive, GrowsQuicklyToALargeCapacity) {
     Params p;
     State s;

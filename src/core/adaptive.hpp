@@ -58,8 +58,8 @@ inline constexpr double kForget = 0.05;
 /* a queue shows: the p90 past half the tolerance */
 inline constexpr double kQueued = 1 + (kTolerance - 1) / 2;
 inline constexpr int64_t kOverloadSharePercent = 10;
-inline constexpr int64_t kRestart = 2;
-inline constexpr int64_t kSettle = 3;
+inline constexpr int64_t kRestart = 1;
+inline constexpr int64_t kSettle = 2;
 inline constexpr int64_t kShares[4] = {100, 90, 75, 50};
 inline constexpr uint64_t kDefaultMin = 4;
 inline constexpr uint64_t kDefaultMax = 1000;
