@@ -154,9 +154,11 @@ CONF
            . (defined $took ? sprintf('%.2fs', $took) : 'never') . ')')
             or diag($ng->error_log_text);
         my $M = $S->master;
-        is(seven($ng, 'b1'), $FIVE, '(b) 5 of 7 pass');
+        # (both workers connected before the seven: one that decided
+        # says nothing of the other, later on a loaded host)
         ok(wait_until(sub { $M->client_count('ngx_rl') == 2 }, timeout => 5),
            '(b) both workers on the master the sentinels name');
+        is(seven($ng, 'b1'), $FIVE, '(b) 5 of 7 pass');
         is_deeply([ bad_lines($ng) ], [], '(b) no crash or alert');
         $ng->stop;
     }
@@ -185,10 +187,10 @@ CONF
             or diag($ng->error_log_text);
         ok($dns->queries('localhost') > $asked,
            '(c) the master\'s name was asked of the DNS server');
-        is(seven($ng, 'c1'), $FIVE, '(c) 5 of 7 pass');
         my $old = $S->master;
         ok(wait_until(sub { $old->client_count('ngx_rl') == 2 },
                       timeout => 5), '(c) both workers on the master');
+        is(seven($ng, 'c1'), $FIVE, '(c) 5 of 7 pass');
 
         my ($new, $t) = $S->failover;
         my $moved = wait_until(sub {
