@@ -119,7 +119,7 @@
     var dl = el("dl", "kv");
     kvRow(dl, "learns", "N from " + a.min + " to " + a.max +
           (a.target ? ", p90 objective " + fmtLatency(a.target)
-                    : ", latency within its baseline") +
+                    : ", p90 within 1.25 \u00d7 its baseline") +
           (a.key !== null ? "; key " + a.key : ""));
     kvRow(dl, "now", "N " + r.limit + ", " + a.inflight + " in flight, " +
           "p50 " + fmtLatency(a.latency.p50) + ", p90 " +
