@@ -110,10 +110,11 @@ local function close(f)
         local objective = target > 0 and target or b * TOLERANCE
         local overload = over * 100 > count * OVERLOAD
         if overload or p90 > objective then
-            local step = math.max(1, math.floor(n * (1 - objective / p90)
-                                                / 2 + 0.5))
-            next = overload and math.ceil(n / 2)
-                   or math.max(math.ceil(n / 2), n - step)
+            next = math.ceil(n / 2)
+            if not overload then
+                next = math.max(next, n - math.max(1, math.floor(
+                                    n * (1 - objective / p90) / 2 + 0.5)))
+            end
             growing, streak, settle = false, 0, SETTLE
         elseif settle > 0 then
             settle, streak = settle - 1, 0

@@ -89,11 +89,12 @@ State update(const Params& p, const State& s, const Samples& in,
         /* down: halving on overload; else half the gradient's step to
          * the objective, at least 1 (a queue of one doubles the p90 of
          * an upstream of fixed service times: the full gradient would
-         * halve N for it) */
-        double step = std::max(1.0, std::floor(n * (1 - objective / p90) /
-                                               2 + 0.5));
-        next = overload ? std::ceil(n / 2)
-                        : std::max(std::ceil(n / 2), n - step);
+         * halve N for it), at most halving */
+        next = std::ceil(n / 2);
+        if (!overload) {
+            next = std::max(next, n - std::max(1.0, std::floor(
+                                      n * (1 - objective / p90) / 2 + 0.5)));
+        }
         t.growing = false;
         t.streak = 0;
         t.settle = kSettle;
