@@ -17,8 +17,8 @@
 # And a decision whose reply is lost with its connection (a proxy in
 # front of Redis closes it instead of passing the reply on): the
 # request gets the failure policy (open: served), the script ran and
-# took its slot; when the request ends, that slot is released (before,
-# it stayed until the hold).
+# took its slot; when the request ends, that slot is released, once the
+# link is made again if it is not yet (before, it stayed until the hold).
 
 use strict;
 use warnings;
@@ -180,7 +180,8 @@ sub tryagain_on {
     my $dir = make_tempdir('lost');
     # Forwards both ways; once the file "drop" exists, a connection
     # whose request names the key value "lost" is closed instead of
-    # given the reply (and the file goes: once).
+    # given the reply (and the file goes: once). While the file "shut"
+    # exists, a new connection is closed at once (a line in "refused").
     my $proxy = spawn(sub {
         $SIG{TERM} = 'DEFAULT';
         my $sel = IO::Select->new($listen);
@@ -189,6 +190,13 @@ sub tryagain_on {
             for my $fh ($sel->can_read(0.5)) {
                 if ($fh == $listen) {
                     my $cl = $listen->accept or next;
+                    if (-e "$dir/shut") {
+                        close $cl;
+                        open my $log, '>>', "$dir/refused" or die $!;
+                        print $log "refused\n";
+                        close $log;
+                        next;
+                    }
                     my $s = IO::Socket::IP->new(PeerHost => '127.0.0.1',
                                                 PeerPort => $r->port)
                         or do { close $cl; next };
@@ -221,8 +229,15 @@ sub tryagain_on {
                          config => conf("redis=127.0.0.1:$port timeout=5s "
                                         . 'failure=open'));
     my $P = $ng->port;
-    open my $fh, '>', "$dir/drop" or die "$dir/drop: $!";
-    close $fh;
+    my $refused = sub {
+        open my $log, '<', "$dir/refused" or return 0;
+        my @l = <$log>;
+        return scalar @l;
+    };
+    for my $f ('drop', 'shut') {
+        open my $fh, '>', "$dir/$f" or die "$dir/$f: $!";
+        close $fh;
+    }
     my $lost = http_start($P, '/in?key=lost&until=lost');
     ok(wait_until(sub { $up->stats('lost')->{now} == 1 }, timeout => 10),
        'lost: the request, its reply lost, is served (failure=open)');
@@ -231,10 +246,16 @@ sub tryagain_on {
     is(slots_held($r), 1, 'lost: the script ran and took its slot');
     $up->release('lost');
     is($lost->result(10)->{code}, 200, 'lost: the request ends');
-    # (over a new connection, made again on a loaded host in a few
-    # seconds: within 10 s, half the hold, is a release, not the expiry)
+    # its release meets a link that cannot connect again yet: it waits
+    # (before, it was dropped, and the slot stayed until the hold)
+    my $n = $refused->();
+    ok(wait_until(sub { $refused->() > $n }, timeout => 5),
+       'lost: the link tries to connect again, in vain, after the end');
+    unlink "$dir/shut";
+    # (within 10 s, half the hold, is a release, not the expiry)
     ok(wait_until(sub { slots_held($r) == 0 }, timeout => 10),
-       'lost: its slot is released (the hold is 20 s)')
+       'lost: once the link is made again, its slot is released (the '
+       . 'hold is 20 s)')
         or diag('slots: ' . slots_held($r));
     $ng->stop;
     $proxy->_cleanup;

@@ -117,7 +117,8 @@ void shmSlots(Hold *h, bool renew) {
 /* The slots go: at once in this instance's memory; from Redis by a
  * release queued with the others of this turn (a renewal still out is
  * let go: the release follows it on its connection). A release that
- * cannot be sent leaves the slots to expire. */
+ * cannot be sent waits for its link, within the hold (after it, the
+ * slots have expired anyway). */
 void release(Worker *w, Hold *h) {
     if (h->counted) {
         count(h, -1);
@@ -136,8 +137,10 @@ void release(Worker *w, Hold *h) {
         ngx_http_rl_call_detach(g.call);
         g.call = nullptr;
     }
-    /* (a renewal waiting to go again does not: sendOwned) */
-    if (!sendOwned(&h->call, CallKind::Refund)) {
+    /* (a renewal waiting to go again does not: sendOwned); a link
+     * between two connections (a reply lost with the last one) takes it
+     * once it is made again: it waits, within the hold */
+    if (!sendOwned(&h->call, CallKind::Refund) && !waitOwned(&h->call)) {
         freeHold(h);
     }
 }
@@ -200,6 +203,13 @@ void holdDone(ngx_http_rl_group_t *g, int retry) noexcept {
      * detaches it: its answer does not come here) */
     bool again = !h->leaving || h->call.kind != CallKind::Renew;
     if (again && retryOwned(&h->call, retry)) {
+        return;
+    }
+    /* a release that could not be sent, or got no answer, waits to go
+     * again within the hold (it removes its own ids only: twice is
+     * harmless) */
+    if (h->leaving && retry == NGX_HTTP_RL_REFUND_FAILED &&
+        h->call.kind == CallKind::Refund && waitOwned(&h->call)) {
         return;
     }
     if (h->leaving) {

@@ -47,8 +47,10 @@ bool sendAgain(OwnedCall *c) {
     return sent;
 }
 
+}  // namespace
+
 /* In a back-off, while its window lasts. */
-bool later(OwnedCall *c) {
+bool waitOwned(OwnedCall *c) {
     Owner *o = c->owner;
     if (o->exiting || monotonicUs() + static_cast<int64_t>(kBackoffMs) * 1000 >
                           c->untilUs) {
@@ -64,7 +66,10 @@ bool later(OwnedCall *c) {
     return true;
 }
 
-/* The calls due go again; one that cannot (Redis down) is done. */
+namespace {
+
+/* The calls due go again; one that cannot (Redis down) is done (its
+ * owner may make it wait again: waitOwned()). */
 void onRetry(ngx_event_t *ev) noexcept {
     auto *o = static_cast<Owner *>(ev->data);
     while (!ngx_queue_empty(&o->later)) {
@@ -201,7 +206,7 @@ bool sendOwned(OwnedCall *c, CallKind kind) {
 bool retryOwned(OwnedCall *c, int retry) {
     ngx_http_rl_group_t *g = &c->group;
     if (retry == NGX_HTTP_RL_RETRY_LATER) {
-        return later(c);
+        return waitOwned(c);
     }
     if (retry == NGX_HTTP_RL_RETRY_NONE ||
         retry == NGX_HTTP_RL_REFUND_FAILED || g->refund_retried) {

@@ -107,6 +107,10 @@ bool sendOwned(OwnedCall *c, CallKind kind);
  * to (a back-off), and true; else false (done with it). */
 bool retryOwned(OwnedCall *c, int retry);
 
+/* The call goes again after a back-off (its link between connections),
+ * if its window lasts that long: true; else false (done with it). */
+bool waitOwned(OwnedCall *c);
+
 /* Off its owner's list, and freed. */
 void freeOwned(OwnedCall *c);
 
