@@ -64,10 +64,16 @@ sub incident {
     is(lines(qr/unavailable: (error reply|not the master): \Q$t{code}\E/), $down + 1,
        "$name: the incident logged once, with the reply");
     my $calls = $r->calls('evalsha');
+    my $again = metric('rl_store_reconnects_total');
+    my $t0 = RlTest::Proc::now();
     my @s = map { decide("x$_") } 1 .. 20;
+    # a probe a second (one more for the span's ends), and one per
+    # connection made again (READONLY: backing off, below)
+    my $probes = 2 + int(RlTest::Proc::now() - $t0)
+                 + metric('rl_store_reconnects_total') - $again;
     is(scalar(grep { $_ eq '200 ERROR' } @s), 20,
        "$name: 20 more requests get the failure policy");
-    cmp_ok($r->calls('evalsha') - $calls, '<=', 2,
+    cmp_ok($r->calls('evalsha') - $calls, '<=', $probes,
            "$name: ... without a call to Redis each (a probe a second)");
     cmp_ok(metric('rl_store_errors_total'), '>', $errors,
            "$name: rl_store_errors_total counts the error replies");
@@ -107,6 +113,27 @@ incident(name => 'a replica at the fixed address', code => 'READONLY',
          end   => sub { $r->cli('REPLICAOF', 'NO', 'ONE') });
 cmp_ok(metric('rl_store_reconnects_total'), '>', $reconnects,
        'READONLY: the connection was made again meanwhile');
+# A replica that stays at the address: each connection made again
+# probes it, and they back off as a dead server's do (50 ms, doubling
+# to a second): the fifth some 1.5 s after the incident began. Before,
+# each connection's handshake reset the back-off: a reconnect, its
+# handshake and a probe every 60 ms or so, from every worker.
+{
+    my $before = metric('rl_store_reconnects_total');
+    $r->cli('REPLICAOF', '127.0.0.1', $master->port);
+    is(decide('c'), '200 ERROR', 'READONLY again: the failure policy');
+    my $t0 = RlTest::Proc::now();
+    ok(wait_until(sub { metric('rl_store_reconnects_total') >= $before + 5 },
+                  timeout => 10),
+       'READONLY again: the connection is made again, five times');
+    cmp_ok(RlTest::Proc::now() - $t0, '>=', 1.2,
+           'READONLY again: ... backing off (the fifth 1.5 s after the '
+           . 'first)');
+    $r->cli('REPLICAOF', 'NO', 'ONE');
+    $r->cli('ACL', 'SETUSER', 'ngx', 'on', '>secret', '~rl:*', '+@all');
+    ok(wait_until(sub { metric('rl_store_up') == 1 }, timeout => 5),
+       'READONLY again: over once it is a master');
+}
 $master->stop;
 # (the replica took its master's empty dataset and ACL file: as before)
 $r->cli('ACL', 'SETUSER', 'ngx', 'on', '>secret', '~rl:*', '+@all');

@@ -506,10 +506,13 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
     ready_ = true;
     stalled_ = false;
     readyAt_ = ngx_current_msec;
-    backoff_ = kFirstBackoff;
     if (refused_) {
-        probe();    /* connected again: does it serve now? */
+        /* connected again: does it serve now? (its refusals may make
+         * it again: the back-off goes on until it serves, or a replica
+         * at the address is probed every 60 ms or so) */
+        probe();
     } else {
+        backoff_ = kFirstBackoff;
         setUp(true);
         recovered();
         if (fresh_ && !flush_.posted) {
@@ -521,6 +524,7 @@ void Link::scriptLoaded(redisAsyncContext *ac, redisReply *reply) {
 
 void Link::recovered() {
     refused_ = false;
+    backoff_ = kFirstBackoff;
     if (down_) {
         down_ = false;
         setUp(true);    /* a reply after a timeout: no reconnect says so */
