@@ -9,7 +9,8 @@
 --            n    N          b   the baseline, us    g  growing (0/1)
 --            s    the streak of growth    w  intervals left without
 --            growth after a step down
---            at   the interval's start, us
+--            at   the interval's start, us (after a move of N,
+--                 later: the samples until then are dropped)
 --            ch   when N last changed, ms of the epoch
 --            p50, p90  the last interval's latency, us
 --            inf  the fleet's in-flight at its end
@@ -27,13 +28,17 @@
 -- The first call after an interval (1 s) has run closes it: the law
 -- moves N once, from every instance's samples of it (a call is atomic:
 -- two instances never both move N for one interval), then this call's
--- samples go into the next. No leader: whoever comes first.
+-- samples go into the next (if N moved: the next starts once the
+-- samples of the N before are in, which are dropped). No leader:
+-- whoever comes first.
 -- Reply: packed doubles: N, p50, p90, baseline, in-flight, changed (ms),
 -- then the points newer than since (4 doubles each), oldest first.
 -- The hash expires 10 minutes after the last call (N is kept that
 -- long: a rule starts again where it was).
 
 local INTERVAL = 1000000
+-- the callers' cadence: each instance sends its samples every tick
+local TICK = 250000
 local KEEP_MS = 600000
 local POINTS = 600
 local TOLERANCE, FORGET, OVERLOAD, RESTART, SETTLE = 1.25, 0.05, 10, 1, 2
@@ -144,6 +149,14 @@ local function close(f)
     if next ~= n or changed == 0 then
         changed = math.floor(now / 1000)
     end
+    -- N moved: the samples of requests admitted at the N before are
+    -- dropped, those that come within two ticks (every instance hears
+    -- the new N in the reply to its next) and a p90 (src/core/adaptive
+    -- .hpp staleUs); the next interval starts after them
+    local start = now
+    if next ~= n then
+        start = now + 2 * TICK + math.min(math.max(p90, 0), INTERVAL)
+    end
     local h = (f.h or '') .. struct.pack('<dddd', math.floor(now / 1000000),
                                          next, p90, inflight)
     if #h > 32 * POINTS then
@@ -155,10 +168,10 @@ local function close(f)
     redis.call('HSET', key, 'n', fmt(next), 'b', fmt(b),
                'g', growing and '1' or '0', 's', fmt(streak),
                'w', fmt(settle),
-               'at', fmt(now), 'ch', fmt(changed), 'p50', fmt(p50),
+               'at', fmt(start), 'ch', fmt(changed), 'p50', fmt(p50),
                'p90', fmt(p90), 'inf', fmt(inflight), 'h', h)
     return { n = next, b = b, p50 = p50, p90 = p90, inf = inflight,
-             ch = changed, h = h }
+             ch = changed, h = h, at = start }
 end
 
 local f = {}
@@ -175,17 +188,18 @@ if not at then
     local n = pinned > 0 and pinned or clamp(tonumber(f.n) or min)
     redis.call('HSET', key, 'n', fmt(n), 'at', fmt(now), 'g', '1',
                's', '0', 'ch', fmt(math.floor(now / 1000)))
-    f = { n = fmt(n), ch = fmt(math.floor(now / 1000)), h = '' }
+    f = { n = fmt(n), ch = fmt(math.floor(now / 1000)), h = '', at = now }
 elseif now - at >= INTERVAL then
     f = close(f)
 else
     f = { n = f.n, b = f.b, p50 = f.p50, p90 = f.p90, inf = f.inf,
-          ch = f.ch, h = f.h or '' }
+          ch = f.ch, h = f.h or '', at = at }
 end
 
--- this call's samples, in the interval that runs
+-- this call's samples, in the interval that runs (not while the one
+-- after a move of N has not started: they are of the N before)
 local size = #samples
-if size >= 24 then
+if size >= 24 and now >= f.at then
     local count, over, limited = struct.unpack('<ddd', samples)
     redis.call('HINCRBY', key, 'c', count)
     redis.call('HINCRBY', key, 'o', over)

@@ -80,6 +80,29 @@ protected:
         return a;
     }
 
+    /* From the first call (which starts the interval), an interval at
+     * a time: its samples amid it, a call that closes it at its end;
+     * the next one starts then, or, N moved, once the samples of the
+     * N before are in (staleUs). */
+    uint64_t start_ = kStart;
+    double n_ = -1;
+    Answer begin(const Params& p, uint64_t pinned = 0) {
+        start_ = kStart;
+        Answer a = call(p, Samples{}, start_, pinned);
+        n_ = a.n;
+        return a;
+    }
+    Answer step(const Params& p, const Samples& s, uint64_t pinned = 0) {
+        call(p, s, start_ + rl::adaptive::kIntervalUs / 2, pinned);
+        uint64_t end = start_ + rl::adaptive::kIntervalUs;
+        Answer a = call(p, Samples{}, end, pinned);
+        start_ = end + (a.n != n_ ? static_cast<uint64_t>(std::ceil(
+                                        rl::adaptive::staleUs(a.p90, 1)))
+                                  : 0);
+        n_ = a.n;
+        return a;
+    }
+
     /* an interval in front of capacity c, N in flight */
     static Samples interval(uint64_t n, double c, int64_t s, int over = 0) {
         Samples out;
@@ -119,20 +142,13 @@ TEST_F(AdaptiveLua, SameLawAsTheCore) {
         command({"FLUSHALL"});
         const Case& k = cases[c];
         State core;
-        uint64_t now = kStart;
-        /* the first call starts the interval; each next one, an
-         * interval later, closes it */
-        Answer a = call(k.p, Samples{}, now);
+        Answer a = begin(k.p);
         ASSERT_EQ(a.n, static_cast<double>(k.p.min));
         for (size_t i = 0; i < k.capacity.size(); i++) {
             Samples s = interval(rl::adaptive::limitOf(k.p, core),
                                  k.capacity[i], 50000, k.overloaded);
-            /* the samples go in during the interval, the law runs at
-             * its end */
-            call(k.p, s, now + 500000);
             core = rl::adaptive::update(k.p, core, s);
-            now += rl::adaptive::kIntervalUs;
-            a = call(k.p, Samples{}, now);
+            a = step(k.p, s);
             ASSERT_EQ(a.n, static_cast<double>(core.limit))
                 << "case " << c << " interval " << i;
             ASSERT_EQ(a.baseline, core.baselineUs)
@@ -153,32 +169,79 @@ TEST_F(AdaptiveLua, OneStepAnIntervalWhoeverCalls) {
     Answer a = call(p, Samples{}, now + 1000000);
     EXPECT_EQ(a.n, 8);      /* doubled once: 4 -> 8 */
     /* calls in the same interval after it: no second step */
-    a = call(p, s, now + 1200000);
+    uint64_t next = now + 1000000 +
+                    static_cast<uint64_t>(
+                        std::ceil(rl::adaptive::staleUs(a.p90, 1)));
+    a = call(p, s, next);
     EXPECT_EQ(a.n, 8);
-    a = call(p, s, now + 1900000);
+    a = call(p, s, next + 900000);
     EXPECT_EQ(a.n, 8);
     /* the next interval's end: the two calls' samples */
-    a = call(p, Samples{}, now + 2000000);
+    a = call(p, Samples{}, next + 1000000);
     EXPECT_EQ(a.n, 16);
     ReplyPtr c = command({"HGET", kKey, "c"});
     EXPECT_TRUE(c->type == REDIS_REPLY_NIL ||
                 std::string(c->str, c->len) == "0");
 }
 
+TEST_F(AdaptiveLua, TheNBeforeAMoveIsNotSteppedOnAgain) {
+    /* N cut from 16 in front of C = 8 (p90 2 S): for two ticks and a
+     * p90 the fleet's samples are still those of the 16 (the requests
+     * it admitted end; instances hear of the cut at their next tick),
+     * and are dropped; the next interval starts after them and steps
+     * on the new N's alone. Before, they were in it: 16 -> 13 -> 11 ->
+     * 9 -> 8, each step on the one before's latency. */
+    Params p;
+    State core;
+    core.limit = 16;
+    core.baselineUs = 50000;
+    core.growing = false;
+    command({"HSET", kKey, "n", "16", "b", "50000", "g", "0", "s", "0",
+             "w", "0", "at", std::to_string(kStart), "ch", "1"});
+    Samples at16 = interval(16, 8, 50000);
+    call(p, at16, kStart + 500000);
+    core = rl::adaptive::update(p, core, at16);
+    Answer a = call(p, Samples{}, kStart + 1000000);
+    ASSERT_EQ(a.n, static_cast<double>(core.limit));
+    ASSERT_LT(a.n, 16);
+    double stale = rl::adaptive::staleUs(a.p90, 1);
+    EXPECT_GE(stale, 2 * rl::adaptive::kTickUs + 0.9 * 100000);
+    /* the 16's, within it: dropped (settle holds N meanwhile) */
+    uint64_t cut = kStart + 1000000;
+    for (uint64_t t = 100000; static_cast<double>(t) < stale; t += 200000) {
+        call(p, at16, cut + t);
+    }
+    /* the new N's, after it */
+    uint64_t start = cut + static_cast<uint64_t>(std::ceil(stale));
+    Samples now = interval(core.limit, 8, 50000);
+    call(p, now, start + 300000);
+    /* not closed an interval after the cut: it started later */
+    a = call(p, Samples{}, cut + 1000000);
+    EXPECT_EQ(a.n, static_cast<double>(core.limit));
+    a = call(p, Samples{}, start + 1000000);
+    State clean = rl::adaptive::update(p, core, now);
+    EXPECT_EQ(a.n, static_cast<double>(clean.limit));
+    /* its reading is the new N's: the p90 of the 13 */
+    EXPECT_NEAR(a.p90, rl::adaptive::quantileUs(now, 0.9), 1);
+    Samples mixed = now;
+    for (int i = 0; i < 3; i++) {
+        mixed.merge(at16);
+    }
+    EXPECT_GT(rl::adaptive::quantileUs(mixed, 0.9), a.p90 * 1.15);
+}
+
 TEST_F(AdaptiveLua, HistoryInFlightAndPin) {
     Params p;
-    uint64_t now = kStart;
-    call(p, Samples{}, now);
+    begin(p);
     /* three slots held until far away, one expired */
-    command({"ZADD", kSlots, std::to_string(now + 60000000), "a",
-             std::to_string(now + 60000000), "b",
-             std::to_string(now + 60000000), "c",
-             std::to_string(now - 1), "d"});
+    uint64_t far = kStart + 60000000;
+    command({"ZADD", kSlots, std::to_string(far), "a",
+             std::to_string(far), "b", std::to_string(far), "c",
+             std::to_string(kStart - 1), "d"});
     for (int i = 1; i <= 3; i++) {
-        call(p, interval(4, 100, 50000), now + i * 1000000 - 500000);
-        call(p, Samples{}, now + i * 1000000);
+        step(p, interval(4, 100, 50000));
     }
-    Answer a = call(p, Samples{}, now + 3000001);
+    Answer a = call(p, Samples{}, start_ + 1);
     EXPECT_EQ(a.inflight, 3);
     ASSERT_EQ(a.points.size(), 3u);
     EXPECT_EQ(a.points[0][1], 8);
@@ -186,16 +249,14 @@ TEST_F(AdaptiveLua, HistoryInFlightAndPin) {
     EXPECT_EQ(a.points[2][3], 3);
     EXPECT_NEAR(a.points[2][2], 50000 * 1.07, 50000 * 0.1);  /* p90 */
     /* only the points after `since` */
-    a = call(p, Samples{}, now + 3000002, 0,
+    a = call(p, Samples{}, start_ + 2, 0,
              static_cast<uint64_t>(a.points[1][0]));
     EXPECT_EQ(a.points.size(), 1u);
     /* a live limit pins N: at its value whatever the samples */
-    call(p, interval(32, 100, 50000), now + 3500000, 7);
-    a = call(p, Samples{}, now + 4000000, 7);
+    a = step(p, interval(32, 100, 50000), 7);
     EXPECT_EQ(a.n, 7);
     /* and the law resumes from there once it ends */
-    call(p, interval(7, 100, 50000), now + 4500000);
-    a = call(p, Samples{}, now + 5000000);
+    a = step(p, interval(7, 100, 50000));
     EXPECT_EQ(a.n, 7 + 1);  /* half of sqrt(7), at least 1 */
     /* N is kept 10 minutes */
     ReplyPtr ttl = command({"PTTL", kKey});

@@ -61,6 +61,11 @@ double quantileUs(const Samples& s, double q) {
     return bucketUs(kBuckets - 1);
 }
 
+double staleUs(double p90Us, int64_t learnTicks) {
+    return static_cast<double>((learnTicks + 1) * kTickUs) +
+           std::min(std::max(p90Us, 0.0), static_cast<double>(kIntervalUs));
+}
+
 uint64_t limitOf(const Params& p, const State& s) {
     uint64_t n = s.limit > 0 ? s.limit : p.min;
     return std::clamp(n, p.min, std::max(p.min, p.max));

@@ -32,6 +32,9 @@
  *   larger than N); a queue showing starts it over.
  * - An interval without samples changes nothing. N stays within [min,
  *   max].
+ * - Once N moved, the samples of the N before are dropped (staleUs),
+ *   and the next interval starts after them: the law steps on each N
+ *   once (kept by the callers: src/fleet/adaptive.cpp, the Lua).
  *
  * Priorities: a request of level p (0 to 3) is admitted while the
  * fleet's in-flight is below N x share(p) (kShares, in percent). */
@@ -66,6 +69,20 @@ inline constexpr uint64_t kDefaultMax = 1000;
 inline constexpr uint64_t kMaxMax = 100000;
 /* the interval, us */
 inline constexpr int64_t kIntervalUs = 1000000;
+/* samples reach the law a tick at a time (each instance's worker 0
+ * sends its own every tick; an embedded zone's are taken each tick) */
+inline constexpr int64_t kTickUs = kIntervalUs / 4;
+
+/* After N moves, the requests admitted at the N before still end, and
+ * would make the next interval step again on that N (a cut followed by
+ * a cut it did not need, a doubling by another): the samples that reach
+ * the law within staleUs(p90, learn) of the move are dropped, and the
+ * next interval starts after them. A tick of samples is clean once it
+ * began after every worker knew the new N (`learn` ticks: 1 for a
+ * fleet, whose instances hear it in the reply to their next tick; 0 in
+ * one instance's memory) and the requests admitted before had ended
+ * (the p90 of the interval that moved N, at most an interval). */
+double staleUs(double p90Us, int64_t learnTicks);
 
 struct Params {
     uint64_t min = kDefaultMin;

@@ -23,8 +23,8 @@ namespace {
  * interval, half of them would be of the interval before, and each
  * step would answer to the N before the last). An embedded zone's law
  * runs every fourth turn. */
-constexpr ngx_msec_t kTickMs = kIntervalUs / 1000 / 4;
-constexpr ngx_uint_t kTurnsAnInterval = 4;
+constexpr ngx_msec_t kTickMs = kTickUs / 1000;
+constexpr ngx_uint_t kTurnsAnInterval = kIntervalUs / kTickUs;
 
 struct Worker {
     ngx_http_rl_main_conf_t *rmcf;
@@ -245,6 +245,14 @@ void onTick(ngx_event_t *ev) noexcept {
             }
             static Point point;
             if (ngx_http_rl_embedded(rule->zone)) {
+                /* the samples of requests admitted at the N before
+                 * its last move: dropped (core/adaptive.hpp staleUs;
+                 * this instance's workers knew it at once) */
+                if (static_cast<double>(realtimeUs() -
+                                        t->changedMs * 1000) <
+                    staleUs(t->p90Us, 0)) {
+                    return kTaken;
+                }
                 if (!interval) {
                     return kLeave;
                 }
