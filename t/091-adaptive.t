@@ -92,11 +92,11 @@ sub rules_of {
     my $told;
     my $tell = sub {
         return if $told++;
-        diag(join "\n", map {
-            sprintf '%2d s: %3d answers, p90 %s', $_->{t}, $_->{goodput},
-                $_->{p90} // '-' } $load->series);
         diag('N: ' . join ' ', @seen);
         diag('load average: ' . `cat /proc/loadavg`);
+        diag('each second, answers/p90: ' . join ' ', map {
+            sprintf '%d/%s', $_->{goodput}, $_->{p90} // '-' }
+            $load->series);
     };
     my $at = sub {
         my ($from, $to, $c) = @_;

@@ -65,6 +65,10 @@ use RlTest::HTTP qw(http_get http_request http_start http_parallel);
 use RlTest::Redis;
 use RlTest::Nginx;
 use RlTest::Upstream;
+use RlTest::Quiet ();
+
+# (a test of rates beside, in another leg, waits until this file ends)
+RlTest::Quiet::beside();
 
 our ($RedisPort, $RedisSock, $ServerPort, $ServerRoot);
 

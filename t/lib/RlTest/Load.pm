@@ -24,32 +24,29 @@ use strict;
 use warnings;
 
 use File::Basename ();
-use Fcntl ();
 use JSON::PP ();
 use POSIX ();
 use RlTest::Proc qw(make_tempdir exec_child wait_until reap_pid);
+use RlTest::Quiet ();
 use RlTest::Upstream ();
 
 my $SCRIPT = File::Basename::dirname(__FILE__) . '/../load.py';
 my $JSON = JSON::PP->new;
 
 # A test whose assertions are rates and latencies (t/087, t/091) says so
-# first: it waits for any other such test on the machine to end (an
-# exclusive flock, held until it exits: another make test leg runs
-# beside it in CI), and, run as root, takes a higher CPU priority (nice
-# -10), which the nginx, redis-server, upstream and clients it starts
-# inherit: a neighbour's busy work then delays them less. Returns
-# whether the figures can be held to their bounds: not under the
-# sanitizers (workers 3x slower), where such a test checks what it does,
-# not how fast.
-my $LOCK;
+# first: it waits until no other test file of ours runs on the machine
+# (RlTest/Quiet.pm: another make test leg runs beside it in CI), and, run
+# as root, takes a higher CPU priority (nice -10), which the nginx,
+# redis-server, upstream and clients it starts inherit: a neighbour's
+# nice 10 work then delays them less. Returns whether the figures can be
+# held to their bounds: not under the sanitizers (workers 3x slower),
+# where such a test checks what it does, not how fast (and runs beside
+# the others, as they do).
 sub timing_critical {
-    open $LOCK, '>>', '/tmp/rl-timing-critical.lock'
-        or die "timing lock: $!";
-    chmod 0666, '/tmp/rl-timing-critical.lock';
-    flock($LOCK, Fcntl::LOCK_EX()) or die "timing lock: $!";
+    return 0 if $ENV{RL_SANITIZE};
+    RlTest::Quiet::alone();
     POSIX::nice(-10) if $> == 0;
-    return !$ENV{RL_SANITIZE};
+    return 1;
 }
 
 sub start {
