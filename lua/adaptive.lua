@@ -9,7 +9,7 @@
 --            n    N          b   the baseline, us    g  growing (0/1)
 --            s    the streak of growth    w  intervals left without
 --            growth after a step down
---            at   the interval's start, us (after a move of N,
+--            at   the interval's start, us (after a cut of N,
 --                 later: the samples until then are dropped)
 --            ch   when N last changed, ms of the epoch
 --            p50, p90  the last interval's latency, us
@@ -28,7 +28,7 @@
 -- The first call after an interval (1 s) has run closes it: the law
 -- moves N once, from every instance's samples of it (a call is atomic:
 -- two instances never both move N for one interval), then this call's
--- samples go into the next (if N moved: the next starts once the
+-- samples go into the next (if N was cut: the next starts once the
 -- samples of the N before are in, which are dropped). No leader:
 -- whoever comes first.
 -- Reply: packed doubles: N, p50, p90, baseline, in-flight, changed (ms),
@@ -41,7 +41,7 @@ local INTERVAL = 1000000
 local TICK = 250000
 local KEEP_MS = 600000
 local POINTS = 600
-local TOLERANCE, FORGET, OVERLOAD, RESTART, SETTLE = 1.25, 0.05, 10, 1, 2
+local TOLERANCE, FORGET, OVERLOAD, RESTART, SETTLE = 1.25, 0.05, 10, 1, 1
 local QUEUED = 1 + (TOLERANCE - 1) / 2
 
 local key, slots = KEYS[1], KEYS[2]
@@ -149,12 +149,12 @@ local function close(f)
     if next ~= n or changed == 0 then
         changed = math.floor(now / 1000)
     end
-    -- N moved: the samples of requests admitted at the N before are
+    -- N cut: the samples of requests admitted at the N before are
     -- dropped, those that come within two ticks (every instance hears
     -- the new N in the reply to its next) and a p90 (src/core/adaptive
     -- .hpp staleUs); the next interval starts after them
     local start = now
-    if next ~= n then
+    if next < n then
         start = now + 2 * TICK + math.min(math.max(p90, 0), INTERVAL)
     end
     local h = (f.h or '') .. struct.pack('<dddd', math.floor(now / 1000000),
@@ -197,7 +197,7 @@ else
 end
 
 -- this call's samples, in the interval that runs (not while the one
--- after a move of N has not started: they are of the N before)
+-- after a cut of N has not started: they are of the N before)
 local size = #samples
 if size >= 24 and now >= f.at then
     local count, over, limited = struct.unpack('<ddd', samples)

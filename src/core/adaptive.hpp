@@ -23,18 +23,19 @@
  *   doubles the p90 of fixed service times, and the whole step halved
  *   N for it.
  * - Else, while the limit is reached (a request was refused, or one
- *   took the last slot) N grows, but not for kSettle intervals after a
- *   step down (what the new N costs in latency is not known before
- *   the end of the next): it doubles until the first step down or the
+ *   took the last slot) N grows, but not for kSettle interval after a
+ *   step down (what the new N costs in latency is known at the end of
+ *   the first interval of its own samples: staleUs below): it doubles until the first step down or the
  *   first queue showing (L past B x kQueued), then grows by half the
  *   square root of N, at least 1, a step that doubles every kRestart
  *   intervals of growth in a row while no queue shows (a capacity far
  *   larger than N); a queue showing starts it over.
  * - An interval without samples changes nothing. N stays within [min,
  *   max].
- * - Once N moved, the samples of the N before are dropped (staleUs),
- *   and the next interval starts after them: the law steps on each N
- *   once (kept by the callers: src/fleet/adaptive.cpp, the Lua).
+ * - Once N was cut, the samples of the N before are dropped (staleUs),
+ *   and the next interval starts after them: a cut is not followed by
+ *   another on the N before's latency (kept by the callers:
+ *   src/fleet/adaptive.cpp, the Lua).
  *
  * Priorities: a request of level p (0 to 3) is admitted while the
  * fleet's in-flight is below N x share(p) (kShares, in percent). */
@@ -62,7 +63,7 @@ inline constexpr double kForget = 0.05;
 inline constexpr double kQueued = 1 + (kTolerance - 1) / 2;
 inline constexpr int64_t kOverloadSharePercent = 10;
 inline constexpr int64_t kRestart = 1;
-inline constexpr int64_t kSettle = 2;
+inline constexpr int64_t kSettle = 1;
 inline constexpr int64_t kShares[4] = {100, 90, 75, 50};
 inline constexpr uint64_t kDefaultMin = 4;
 inline constexpr uint64_t kDefaultMax = 1000;
@@ -73,15 +74,18 @@ inline constexpr int64_t kIntervalUs = 1000000;
  * sends its own every tick; an embedded zone's are taken each tick) */
 inline constexpr int64_t kTickUs = kIntervalUs / 4;
 
-/* After N moves, the requests admitted at the N before still end, and
+/* After N is cut, the requests admitted at the N before still end, and
  * would make the next interval step again on that N (a cut followed by
- * a cut it did not need, a doubling by another): the samples that reach
- * the law within staleUs(p90, learn) of the move are dropped, and the
- * next interval starts after them. A tick of samples is clean once it
- * began after every worker knew the new N (`learn` ticks: 1 for a
- * fleet, whose instances hear it in the reply to their next tick; 0 in
- * one instance's memory) and the requests admitted before had ended
- * (the p90 of the interval that moved N, at most an interval). */
+ * a cut it did not need): the samples that reach the law within
+ * staleUs(p90, learn) of the cut are dropped, and the next interval
+ * starts after them. A tick of samples is clean once it began after
+ * every worker knew the new N (`learn` ticks: 1 for a fleet, whose
+ * instances hear it in the reply to their next tick; 0 in one
+ * instance's memory) and the requests admitted before had ended (the
+ * p90 of the interval that cut N, at most an interval). Not after
+ * growth: the N before's samples are then of a shorter queue, which
+ * at worst grows N once more, and the next interval cuts it back;
+ * waiting there made following a doubled capacity 3 times slower. */
 double staleUs(double p90Us, int64_t learnTicks);
 
 struct Params {

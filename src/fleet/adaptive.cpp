@@ -246,11 +246,13 @@ void onTick(ngx_event_t *ev) noexcept {
             static Point point;
             if (ngx_http_rl_embedded(rule->zone)) {
                 /* the samples of requests admitted at the N before
-                 * its last move: dropped (core/adaptive.hpp staleUs;
-                 * this instance's workers knew it at once) */
-                if (static_cast<double>(realtimeUs() -
+                 * its last cut (the law's last run: settle just set):
+                 * dropped (core/adaptive.hpp staleUs; this instance's
+                 * workers knew it at once) */
+                if (t->state.settle == kSettle &&
+                    static_cast<double>(realtimeUs() -
                                         t->changedMs * 1000) <
-                    staleUs(t->p90Us, 0)) {
+                        staleUs(t->p90Us, 0)) {
                     return kTaken;
                 }
                 if (!interval) {
