@@ -765,6 +765,9 @@ void ngx_http_rl_group_done(ngx_http_rl_group_t *group, const void *reply,
 /* (a call of the worker's own only: src/redis/owned_call.hpp) */
 #define NGX_HTTP_RL_RETRY_LATER     5   /* it did not run (TRYAGAIN: its
                                            slot migrates): after a while */
+#define NGX_HTTP_RL_REFUND_LOST     6   /* done: no reply (its connection
+                                           went, or it could not go): it
+                                           may or may not have run */
 void ngx_http_rl_refund_done(ngx_http_rl_group_t *group, int retry)
     RL_NOEXCEPT;
 ngx_http_rl_ctx_t *ngx_http_rl_get_ctx(ngx_http_request_t *r) RL_NOEXCEPT;

@@ -25,11 +25,12 @@
  * - Else, while the limit is reached (a request was refused, or one
  *   took the last slot) N grows, but not for kSettle interval after a
  *   step down (what the new N costs in latency is known at the end of
- *   the first interval of its own samples: staleUs below): it doubles until the first step down or the
- *   first queue showing (L past B x kQueued), then grows by half the
- *   square root of N, at least 1, a step that doubles every kRestart
- *   intervals of growth in a row while no queue shows (a capacity far
- *   larger than N); a queue showing starts it over.
+ *   the first interval of its own samples: staleUs below): it doubles
+ *   until the first step down or the first queue showing (L past B x
+ *   kQueued), then grows by half the square root of N, at least 1, a
+ *   step that doubles every kRestart intervals of growth in a row
+ *   while no queue shows (a capacity far larger than N); a queue
+ *   showing starts it over.
  * - An interval without samples changes nothing. N stays within [min,
  *   max].
  * - Once N was cut, the samples of the N before are dropped (staleUs),

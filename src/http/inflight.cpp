@@ -205,10 +205,10 @@ void holdDone(ngx_http_rl_group_t *g, int retry) noexcept {
     if (again && retryOwned(&h->call, retry)) {
         return;
     }
-    /* a release that could not be sent, or got no answer, waits to go
+    /* a release that could not go again, or got no reply, waits to go
      * again within the hold (it removes its own ids only: twice is
-     * harmless) */
-    if (h->leaving && retry == NGX_HTTP_RL_REFUND_FAILED &&
+     * harmless); an error reply is final */
+    if (h->leaving && retry == NGX_HTTP_RL_REFUND_LOST &&
         h->call.kind == CallKind::Refund && waitOwned(&h->call)) {
         return;
     }

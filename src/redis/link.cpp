@@ -49,12 +49,18 @@ void onRefunded(redisAsyncContext *, void *reply, void *data) noexcept {
 
 /* What a failed call of the group's tells it: a call of the worker's
  * own (owned_call.hpp) that did not run (TRYAGAIN: its slot migrates)
- * goes again after a while; anything else failed (no reply, an error;
+ * goes again after a while, and its owner hears apart that one got no
+ * reply (a release goes again once the link is made again: it is
+ * harmless twice; a charge is not); anything else failed (an error;
  * a lease's call, a request's refund: as ever). */
 int failure(const ngx_http_rl_group_t *group, const redisReply *reply) {
-    return group->owned_done != nullptr && reply != nullptr &&
-                   classifyError({reply->str, reply->len}) ==
-                       ReplyError::SlotBusy
+    if (group->owned_done == nullptr) {
+        return NGX_HTTP_RL_REFUND_FAILED;
+    }
+    if (reply == nullptr) {
+        return NGX_HTTP_RL_REFUND_LOST;
+    }
+    return classifyError({reply->str, reply->len}) == ReplyError::SlotBusy
                ? NGX_HTTP_RL_RETRY_LATER
                : NGX_HTTP_RL_REFUND_FAILED;
 }

@@ -82,7 +82,7 @@ void onRetry(ngx_event_t *ev) noexcept {
         }
         unwait(c);
         if (!sendAgain(c)) {
-            c->group.owned_done(&c->group, NGX_HTTP_RL_REFUND_FAILED);
+            c->group.owned_done(&c->group, NGX_HTTP_RL_REFUND_LOST);
         }
     }
 }
@@ -209,7 +209,8 @@ bool retryOwned(OwnedCall *c, int retry) {
         return waitOwned(c);
     }
     if (retry == NGX_HTTP_RL_RETRY_NONE ||
-        retry == NGX_HTTP_RL_REFUND_FAILED || g->refund_retried) {
+        retry == NGX_HTTP_RL_REFUND_FAILED ||
+        retry == NGX_HTTP_RL_REFUND_LOST || g->refund_retried) {
         return false;
     }
     g->refund_retried = 1;
